@@ -1,0 +1,90 @@
+/**
+ * @file tcsparse_ext.h
+ * @brief tcsparse extensions that cuSPARSE lacks: math mode, route forcing, route read-back,
+ *        tensor-core format statistics.
+ */
+#ifndef TCSPARSE_EXT_H
+#define TCSPARSE_EXT_H
+
+#include "tcsparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How FP32 operands are multiplied on Tensor Cores. */
+typedef enum {
+    /** FP32 inputs: 3xTF32 split (big + small parts), FP32-level error.  The default. */
+    TCSPARSE_MATH_DEFAULT = 0,
+    /** FP32 inputs: plain TF32 (10-bit mantissa), like cuBLAS's TF32 mode.  Opt-in. */
+    TCSPARSE_MATH_TF32 = 1
+} tcsparseMathMode_t;
+
+/** Which path executes SpMM/SDDMM. */
+typedef enum {
+    /** Decide per call from the plan's statistics (the default). */
+    TCSPARSE_ROUTE_AUTO = 0,
+    /** Tensor cores whenever the operation is eligible; the kernel variant is chosen. */
+    TCSPARSE_ROUTE_TC = 1,
+    /** Always cuSPARSE. */
+    TCSPARSE_ROUTE_CUSPARSE = 2,
+    /** Tensor cores, base kernel (one thread block per row window), when eligible. */
+    TCSPARSE_ROUTE_TC_BASE = 3,
+    /** Tensor cores, balanced kernel (fixed share of TC blocks per thread block). */
+    TCSPARSE_ROUTE_TC_BALANCED = 4
+} tcsparseRoute_t;
+
+/** Path actually taken by a call. */
+typedef enum {
+    TCSPARSE_PATH_NONE = 0,      /**< no call yet on this handle */
+    TCSPARSE_PATH_CUSPARSE = 1,
+    TCSPARSE_PATH_TC_BASE = 2,
+    TCSPARSE_PATH_TC_BALANCED = 3
+} tcsparsePath_t;
+
+/** A routing decision, as recorded for the last SpMM/SDDMM call on a handle. */
+typedef struct {
+    tcsparsePath_t path;
+    /** Human-readable kernel name, e.g. "tc_spmm_base_3xtf32" or "cusparseSpMM(CSR_ALG2)". */
+    char kernel[64];
+    /** One line: why this path was chosen. */
+    char reason[160];
+    /** Model predictions in microseconds; negative when not computed. */
+    double predicted_tc_us;
+    double predicted_cusparse_us;
+} tcsparseRouteInfo_t;
+
+/** ME-TCF statistics of a sparse matrix (16-row windows, 16x8 blocks). */
+typedef struct {
+    int64_t rows, cols, nnz;
+    int64_t windows;             /**< ceil(rows / 16) */
+    int64_t empty_windows;       /**< windows with no nonzero */
+    int64_t blocks;              /**< 16x8 tensor-core blocks */
+    int64_t max_blocks_per_window;
+    double mean_nnz_per_block;   /**< nnz / blocks (0 when there are no blocks) */
+    double mean_blocks_per_window;
+    /** Windows by block count: [0]=0, [1]=1, [2]=2, [3]=3-4, [4]=5-8, ..., [k]=2^(k-2)+1..2^(k-1),
+     *  last bucket open-ended. */
+    int64_t blocks_per_window_hist[16];
+    int64_t metcf_bytes;         /**< win_off + blk_off + blk_pos + blk_col + value index */
+    int64_t csr_bytes;           /**< CSR with int32 indices and offsets, no values */
+} tcsparseMetcfStats_t;
+
+tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
+tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
+/** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
+ *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set. */
+tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
+tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
+/** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle. */
+tcsparseStatus_t tcsparseGetLastRoute(tcsparseHandle_t handle, tcsparseRouteInfo_t *info);
+/** ME-TCF statistics of a sparse matrix, building its plan on the GPU when needed. */
+tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,
+                                            tcsparseConstSpMatDescr_t spMatDescr,
+                                            tcsparseMetcfStats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCSPARSE_EXT_H */

@@ -1,0 +1,55 @@
+/* The cuSPARSE path: every call into cuSPARSE lives in fallback.c.  Arguments have been
+ * validated by the public wrappers before these are called. */
+#ifndef TC_FALLBACK_H
+#define TC_FALLBACK_H
+
+#include "internal.h"
+
+/* The handle's cuSPARSE handle, created on first use (needs a CUDA device: otherwise
+ * TCSPARSE_STATUS_NOT_INITIALIZED with a message), with the handle's stream and pointer mode
+ * applied.  Also fills h->device, h->sm_count, h->cc_major/minor. */
+tcsparseStatus_t tc_handle_cusparse(tcsparseHandle_t h, cusparseHandle_t *out);
+/* Mirror descriptors, created on first use and kept in step with the tcsparse descriptor
+ * (pointers, values, strided batch). */
+tcsparseStatus_t tc_spmat_cusparse(const struct tcsparseSpMatDescr *d, cusparseSpMatDescr_t *out);
+tcsparseStatus_t tc_dnmat_cusparse(const struct tcsparseDnMatDescr *d, cusparseDnMatDescr_t *out);
+/* Frees the mirrors (called by the destroy functions). */
+void tc_spmat_cusparse_release(struct tcsparseSpMatDescr *d);
+void tc_dnmat_cusparse_release(struct tcsparseDnMatDescr *d);
+
+tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                              tcsparseOperation_t opB, const void *alpha,
+                                              tcsparseConstSpMatDescr_t A,
+                                              tcsparseConstDnMatDescr_t B, const void *beta,
+                                              tcsparseDnMatDescr_t C, cudaDataType ct,
+                                              tcsparseSpMMAlg_t alg, size_t *size);
+tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                             tcsparseOperation_t opB, const void *alpha,
+                                             tcsparseConstSpMatDescr_t A,
+                                             tcsparseConstDnMatDescr_t B, const void *beta,
+                                             tcsparseDnMatDescr_t C, cudaDataType ct,
+                                             tcsparseSpMMAlg_t alg, void *buffer);
+tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                  tcsparseOperation_t opB, const void *alpha,
+                                  tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                  const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
+                                  tcsparseSpMMAlg_t alg, void *buffer);
+tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                               tcsparseOperation_t opB, const void *alpha,
+                                               tcsparseConstDnMatDescr_t A,
+                                               tcsparseConstDnMatDescr_t B, const void *beta,
+                                               tcsparseSpMatDescr_t C, cudaDataType ct,
+                                               tcsparseSDDMMAlg_t alg, size_t *size);
+tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                              tcsparseOperation_t opB, const void *alpha,
+                                              tcsparseConstDnMatDescr_t A,
+                                              tcsparseConstDnMatDescr_t B, const void *beta,
+                                              tcsparseSpMatDescr_t C, cudaDataType ct,
+                                              tcsparseSDDMMAlg_t alg, void *buffer);
+tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                   tcsparseOperation_t opB, const void *alpha,
+                                   tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                   const void *beta, tcsparseSpMatDescr_t C, cudaDataType ct,
+                                   tcsparseSDDMMAlg_t alg, void *buffer);
+
+#endif

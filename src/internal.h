@@ -1,0 +1,87 @@
+/* Internal definitions shared by the host sources: struct bodies of the opaque types. */
+#ifndef TC_INTERNAL_H
+#define TC_INTERNAL_H
+
+#include <stdint.h>
+#include <cusparse.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+
+/* Magic values: set at create, wiped at destroy, so that use after destroy is caught
+ * (as long as the memory has not been reused). */
+#define TC_MAGIC_HANDLE 0x74634831u
+#define TC_MAGIC_SPMAT 0x74635331u
+#define TC_MAGIC_DNMAT 0x74634431u
+#define TC_MAGIC_DEAD 0xdeaddeadu
+
+struct tc_plan; /* plan.h */
+
+struct tcsparseContext {
+    uint32_t magic;
+    cudaStream_t stream;
+    tcsparsePointerMode_t pointer_mode;
+    tcsparseMathMode_t math;
+    tcsparseRoute_t route;
+    /* Created on first use (needs a GPU); kept in step with stream and pointer mode. */
+    cusparseHandle_t cusp;
+    int device;           /* CUDA device current when cusp was created, -1 before */
+    int sm_count;         /* of that device, 0 before */
+    int cc_major, cc_minor;
+    tcsparseRouteInfo_t last_route;
+};
+
+struct tcsparseSpMatDescr {
+    uint32_t magic;
+    int is_const;                 /* created by a CreateConst* function */
+    tcsparseFormat_t format;      /* CSR, CSC or COO */
+    int64_t rows, cols, nnz;
+    /* CSR: row offsets / column indices; CSC: column offsets / row indices;
+     * COO: row indices / column indices. */
+    void *offsets;
+    void *indices;
+    void *values;
+    tcsparseIndexType_t offsets_type; /* COO: equals indices_type */
+    tcsparseIndexType_t indices_type;
+    tcsparseIndexBase_t base;
+    cudaDataType value_type;
+    int batch_count;              /* 1 unless a strided batch was set */
+    int64_t offsets_batch_stride; /* CSR: offsets; COO: whole batch stride */
+    int64_t values_batch_stride;  /* CSR: columns and values */
+    /* Mirror descriptor for the cuSPARSE path, created on first use and kept in step. */
+    cusparseSpMatDescr_t cusp;
+    /* Tensor-core plan, NULL when none is built; see plan.h. */
+    struct tc_plan *plan;
+};
+
+struct tcsparseDnMatDescr {
+    uint32_t magic;
+    int is_const;
+    int64_t rows, cols, ld;
+    void *values;
+    cudaDataType value_type;
+    tcsparseOrder_t order;
+    int batch_count;
+    int64_t batch_stride;
+    cusparseDnMatDescr_t cusp; /* mirror for the cuSPARSE path, created on first use */
+};
+
+/* Validity checks used by every public function (non-NULL and magic intact). */
+static inline int tc_handle_ok(const struct tcsparseContext *h)
+{
+    return h != NULL && h->magic == TC_MAGIC_HANDLE;
+}
+static inline int tc_spmat_ok(const struct tcsparseSpMatDescr *d)
+{
+    return d != NULL && d->magic == TC_MAGIC_SPMAT;
+}
+static inline int tc_dnmat_ok(const struct tcsparseDnMatDescr *d)
+{
+    return d != NULL && d->magic == TC_MAGIC_DNMAT;
+}
+
+/* Size in bytes of one element of a cudaDataType, 0 when unsupported by tcsparse. */
+size_t tc_dtype_size(cudaDataType t);
+/* Name of a cudaDataType for messages ("CUDA_R_32F"). */
+const char *tc_dtype_name(cudaDataType t);
+
+#endif
