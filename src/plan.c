@@ -1,10 +1,173 @@
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include "error.h"
+#include "fallback.h"
+#include "metcf.h"
 #include "plan.h"
+
+/* Longest run of blocks one warp of the balanced kernel takes from a window. */
+#define TC_CHUNK_BLOCKS 16
+
+static double tc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void tc_plan_free(struct tc_plan *p)
+{
+    if (p == NULL)
+        return;
+    tc_dev_metcf_free(&p->dev);
+    cudaFree(p->chunks);
+    cudaFree(p->split_windows);
+    free(p);
+}
 
 void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
 {
-    if (d->plan == NULL)
-        return;
-    free(d->plan);
+    tc_plan_free(d->plan);
     d->plan = NULL;
+}
+
+/* Statistics and the balanced schedule need the window offsets on the host once. */
+static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s)
+{
+    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    const int64_t W = p->dev.windows;
+    int32_t *w32 = malloc(sizeof *w32 * (size_t)(W + 1));
+    int64_t *w64 = malloc(sizeof *w64 * (size_t)(W + 1));
+    tc_chunk *ch = NULL;
+    int32_t *split = NULL;
+    if (w32 == NULL || w64 == NULL) {
+        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
+        goto done;
+    }
+    st = tc_error_cuda(cudaMemcpyAsync(w32, p->dev.win_off, sizeof *w32 * (size_t)(W + 1),
+                                       cudaMemcpyDeviceToHost, s), "tensor-core plan: reading window offsets");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cuda(cudaStreamSynchronize(s), "tensor-core plan: reading window offsets");
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        goto done;
+    for (int64_t w = 0; w <= W; w++)
+        w64[w] = w32[w];
+    tc_metcf shell = {.rows = p->dev.rows, .cols = p->dev.cols, .nnz = p->dev.nnz,
+                      .windows = W, .blocks = p->dev.blocks, .win_off = w64};
+    tc_metcf_stats(&shell, &p->stats);
+
+    /* Every window gets at least one chunk, so that empty windows still write beta*C. */
+    p->chunk_blocks = TC_CHUNK_BLOCKS;
+    int64_t nch = 0, nsplit = 0;
+    for (int64_t w = 0; w < W; w++) {
+        int64_t nb = w32[w + 1] - w32[w];
+        int64_t c = nb == 0 ? 1 : (nb + TC_CHUNK_BLOCKS - 1) / TC_CHUNK_BLOCKS;
+        nch += c;
+        nsplit += c > 1;
+    }
+    ch = malloc(sizeof *ch * (size_t)nch);
+    split = malloc(sizeof *split * (size_t)(nsplit > 0 ? nsplit : 1));
+    if (ch == NULL || split == NULL) {
+        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
+        goto done;
+    }
+    int64_t k = 0, q = 0;
+    for (int64_t w = 0; w < W; w++) {
+        int32_t b = w32[w], e = w32[w + 1];
+        int is_split = e - b > TC_CHUNK_BLOCKS;
+        if (is_split)
+            split[q++] = (int32_t)w;
+        do {
+            int32_t end = e - b > TC_CHUNK_BLOCKS ? b + TC_CHUNK_BLOCKS : e;
+            ch[k++] = (tc_chunk){(int32_t)w, b, end, is_split};
+            b = end;
+        } while (b < e);
+    }
+    p->nchunks = (int32_t)nch;
+    p->nsplit = (int32_t)nsplit;
+    st = tc_error_cuda(cudaMalloc((void **)&p->chunks, sizeof *ch * (size_t)(nch > 0 ? nch : 1)),
+                       "tensor-core plan: allocating the balanced schedule");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cuda(cudaMalloc((void **)&p->split_windows,
+                                      sizeof *split * (size_t)(nsplit > 0 ? nsplit : 1)),
+                           "tensor-core plan: allocating the balanced schedule");
+    /* synchronous copies: the host arrays are freed right after */
+    if (st == TCSPARSE_STATUS_SUCCESS && nch > 0)
+        st = tc_error_cuda(cudaMemcpy(p->chunks, ch, sizeof *ch * (size_t)nch,
+                                      cudaMemcpyHostToDevice), "tensor-core plan: uploading the schedule");
+    if (st == TCSPARSE_STATUS_SUCCESS && nsplit > 0)
+        st = tc_error_cuda(cudaMemcpy(p->split_windows, split, sizeof *split * (size_t)nsplit,
+                                      cudaMemcpyHostToDevice), "tensor-core plan: uploading the schedule");
+done:
+    free(w32);
+    free(w64);
+    free(ch);
+    free(split);
+    return st;
+}
+
+tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
+                             struct tc_plan **out)
+{
+    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)d; /* the plan is a cache */
+    cusparseHandle_t cusp;
+    tcsparseStatus_t st = tc_handle_cusparse(h, &cusp);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    if (md->plan != NULL && md->plan->device == h->device) {
+        *out = md->plan;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    tc_plan_invalidate(md);
+    struct tc_plan *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
+    tc_convert_input in = {
+        .format = d->format, .rows = d->rows, .cols = d->cols, .nnz = d->nnz,
+        .offsets = d->offsets, .indices = d->indices,
+        .offsets_64 = d->offsets_type == TCSPARSE_INDEX_64I,
+        .indices_64 = d->indices_type == TCSPARSE_INDEX_64I, .base = (int)d->base};
+    char msg[200];
+    double t0 = tc_now_ms();
+    st = tc_convert_gpu(&in, &p->dev, h->stream, msg, sizeof msg);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        free(p);
+        return tc_error_set(st, "%s", msg);
+    }
+    st = tc_plan_host_side(p, h->stream);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_plan_free(p);
+        return st;
+    }
+    p->convert_ms = tc_now_ms() - t0;
+    p->device = h->device;
+    md->plan = p;
+    *out = p;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,
+                                            tcsparseConstSpMatDescr_t spMatDescr,
+                                            tcsparseMetcfStats_t *stats)
+{
+    tc_error_clear();
+    if (!tc_handle_ok(handle))
+        return tc_error_set(TCSPARSE_STATUS_NOT_INITIALIZED,
+                            "tcsparseSpMatGetMetcfStats: handle is NULL or destroyed");
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tcsparseSpMatGetMetcfStats: spMatDescr is NULL or destroyed");
+    if (stats == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tcsparseSpMatGetMetcfStats: stats is NULL");
+    if (spMatDescr->batch_count > 1)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSpMatGetMetcfStats: strided batches have no tensor-core plan");
+    struct tc_plan *p;
+    tcsparseStatus_t st = tc_plan_get(handle, spMatDescr, &p);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        *stats = p->stats;
+    return st;
 }

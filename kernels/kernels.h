@@ -1,0 +1,91 @@
+/* The only header host C code includes from kernels/: extern "C" launchers.
+ * Launchers return a tcsparseStatus_t and write a one-line message into err on failure. */
+#ifndef TC_KERNELS_H
+#define TC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <driver_types.h>
+#include "tcsparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- conversion -------------------------------------------------------------------- */
+
+/* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/metcf.h). */
+typedef struct {
+    tcsparseFormat_t format; /* CSR, CSC or COO */
+    int64_t rows, cols, nnz;
+    const void *offsets;     /* CSR row offsets, CSC column offsets, COO row indices */
+    const void *indices;     /* CSR column indices, CSC row indices, COO column indices */
+    int offsets_64, indices_64;
+    int base;
+} tc_convert_input;
+
+/* ME-TCF in device memory (int32 arrays: rows, cols and nnz below 2^31). */
+typedef struct {
+    int64_t rows, cols, nnz;
+    int32_t windows, blocks;
+    int32_t *win_off;   /* windows+1 */
+    int32_t *blk_off;   /* blocks+1 */
+    uint8_t *blk_pos;   /* nnz */
+    int32_t *blk_col;   /* blocks*8, -1 = padding */
+    int32_t *val_idx;   /* nnz: position in the caller's values array */
+    unsigned long long *blk_mask; /* blocks*2: bit row*8+col of rows 0-7, then rows 8-15 */
+} tc_dev_metcf;
+
+/* Builds ME-TCF on the GPU (stream-ordered, synchronises the stream twice: once to size
+ * the block arrays, once to read the validation flags).  Invalid input (offsets, indices out
+ * of range, duplicates) gives TCSPARSE_STATUS_INVALID_VALUE; sizes beyond int32 give
+ * TCSPARSE_STATUS_NOT_SUPPORTED. */
+tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
+                                cudaStream_t stream, char *err, size_t errlen);
+void tc_dev_metcf_free(tc_dev_metcf *m);
+
+/* ---- SpMM -------------------------------------------------------------------------- */
+
+enum { TC_T_F32 = 0, TC_T_F16 = 1, TC_T_BF16 = 2 };
+
+/* One unit of work of the balanced kernel: blocks [begin, end) of window win; split != 0
+ * when the window is shared by several chunks (its output is accumulated atomically). */
+typedef struct {
+    int32_t win, begin, end, split;
+} tc_chunk;
+
+typedef struct {
+    int64_t M, K, N;
+    const tc_dev_metcf *plan;
+    int ab_type;           /* TC_T_*: type of A's values and of B */
+    int c_type;            /* TC_T_F32 or ab_type */
+    int tf32;              /* FP32 only: 1 = plain TF32, 0 = 3xTF32 */
+    const void *a_val;     /* caller's values array of A */
+    const void *B;
+    int64_t ldb;
+    void *C;
+    int64_t ldc;
+    const float *alpha_dev, *beta_dev; /* device pointer mode when non-NULL */
+    float alpha, beta;                 /* host pointer mode */
+    /* balanced kernel when chunks != NULL */
+    const tc_chunk *chunks;
+    int32_t nchunks;
+    const int32_t *split_windows;      /* windows whose rows are pre-scaled by beta */
+    int32_t nsplit;
+} tc_spmm_args;
+
+/* Launches the tensor-core SpMM on the stream (no allocation, no synchronisation). */
+tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char *err,
+                                size_t errlen);
+/* Name of the kernel tc_spmm_launch would run, for logs. */
+const char *tc_spmm_kernel_name(const tc_spmm_args *a);
+/* Warps per thread block and the maximum number of resident thread blocks per SM of the
+ * kernel tc_spmm_launch would run (for the selector's schedule simulation). */
+tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
+                                   int *blocks_per_sm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

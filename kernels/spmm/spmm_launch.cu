@@ -1,0 +1,138 @@
+// Launchers of the tensor-core SpMM: the one place that picks an instantiation.
+#include <cstdio>
+#include "../kernels.h"
+#include "spmm_kernel.cuh"
+
+namespace {
+
+using namespace tc;
+
+// Instantiations: every (precision, output type, J) the router can ask for, each in a base
+// and a balanced form.
+template <class P, class CT, int J>
+struct Inst {
+    static void *fn(bool balanced)
+    {
+        return balanced ? (void *)spmm_kernel<P, CT, J, true> : (void *)spmm_kernel<P, CT, J, false>;
+    }
+};
+
+// FP32 uses J = 4 (32 columns per warp) for N <= 32, J = 8 otherwise; 16-bit types J = 8.
+int pick_j(const tc_spmm_args *a) { return (a->ab_type == TC_T_F32 && a->N <= 32) ? 4 : 8; }
+
+void *pick_kernel(const tc_spmm_args *a, bool balanced, const char **name)
+{
+    const int j = pick_j(a);
+    const bool cf = a->c_type == TC_T_F32;
+    switch (a->ab_type) {
+    case TC_T_F32:
+        if (a->tf32) {
+            *name = j == 4 ? "tc_spmm_tf32_j4" : "tc_spmm_tf32_j8";
+            return j == 4 ? Inst<Tf32, float, 4>::fn(balanced) : Inst<Tf32, float, 8>::fn(balanced);
+        }
+        *name = j == 4 ? "tc_spmm_3xtf32_j4" : "tc_spmm_3xtf32_j8";
+        return j == 4 ? Inst<Tf32x3, float, 4>::fn(balanced) : Inst<Tf32x3, float, 8>::fn(balanced);
+    case TC_T_F16:
+        *name = cf ? "tc_spmm_f16_f32out" : "tc_spmm_f16";
+        return cf ? Inst<F16, float, 8>::fn(balanced) : Inst<F16, __half, 8>::fn(balanced);
+    case TC_T_BF16:
+        *name = cf ? "tc_spmm_bf16_f32out" : "tc_spmm_bf16";
+        return cf ? Inst<Bf16, float, 8>::fn(balanced) : Inst<Bf16, __nv_bfloat16, 8>::fn(balanced);
+    }
+    return nullptr;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+size_t elem_size(int t) { return t == TC_T_F32 ? 4 : 2; }
+
+SpmmParams make_params(const tc_spmm_args *a)
+{
+    SpmmParams p{};
+    const tc_dev_metcf *m = a->plan;
+    p.M = a->M; p.N = a->N;
+    p.win_off = m->win_off; p.blk_off = m->blk_off; p.blk_col = m->blk_col;
+    p.val_idx = m->val_idx; p.blk_mask = reinterpret_cast<const ulonglong2 *>(m->blk_mask);
+    p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
+    p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
+    p.chunks = reinterpret_cast<const int4 *>(a->chunks);
+    p.items = a->chunks ? a->nchunks : m->windows;
+    const int warp_n = 8 * pick_j(a);
+    p.n_slices = (int32_t)((a->N + warp_n - 1) / warp_n);
+    p.b_vec = aligned16(a->B) && (a->ldb * elem_size(a->ab_type)) % 16 == 0;
+    p.c_vec = aligned16(a->C) && (a->ldc * elem_size(a->c_type)) % 16 == 0;
+    return p;
+}
+
+template <class CT>
+void launch_scale(const SpmmParams &p, const int32_t *wins, int32_t n, cudaStream_t s)
+{
+    int64_t work = (int64_t)n * kWinRows * p.N;
+    int64_t grid = (work + 255) / 256;
+    scale_windows<CT><<<(unsigned)(grid < 4096 ? grid : 4096), 256, 0, s>>>(p, wins, n);
+}
+
+} // namespace
+
+extern "C" const char *tc_spmm_kernel_name(const tc_spmm_args *a)
+{
+    const char *name = "unknown";
+    pick_kernel(a, a->chunks != nullptr, &name);
+    return name;
+}
+
+extern "C" tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
+                                              int *blocks_per_sm)
+{
+    const char *name;
+    void *fn = pick_kernel(a, a->chunks != nullptr, &name);
+    *warps_per_block = kWarpsPerBlock;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fn,
+                                                                  kWarpsPerBlock * 32, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return TCSPARSE_STATUS_ARCH_MISMATCH;
+    }
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s, char *err,
+                                           size_t errlen)
+{
+    const char *name = "unknown";
+    const bool balanced = a->chunks != nullptr;
+    void *fn = pick_kernel(a, balanced, &name);
+    if (fn == nullptr) {
+        snprintf(err, errlen, "tensor-core SpMM: no kernel for this type combination");
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    }
+    SpmmParams p = make_params(a);
+    if (a->M == 0 || a->N == 0)
+        return TCSPARSE_STATUS_SUCCESS;
+    if (balanced && a->nsplit > 0) {
+        if (a->c_type == TC_T_F32)
+            launch_scale<float>(p, a->split_windows, a->nsplit, s);
+        else if (a->c_type == TC_T_F16)
+            launch_scale<__half>(p, a->split_windows, a->nsplit, s);
+        else
+            launch_scale<__nv_bfloat16>(p, a->split_windows, a->nsplit, s);
+    }
+    int64_t tasks = (int64_t)p.items * p.n_slices;
+    int64_t grid = (tasks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    if (grid > 0) {
+        void *args[] = {&p};
+        cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)grid), dim3(kWarpsPerBlock * 32),
+                                         args, 0, s);
+        if (e == cudaSuccess)
+            e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            snprintf(err, errlen, "tensor-core SpMM (%s): launch failed: %s", name,
+                     cudaGetErrorString(e));
+            return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+                       ? TCSPARSE_STATUS_ARCH_MISMATCH
+                       : TCSPARSE_STATUS_EXECUTION_FAILED;
+        }
+    }
+    return TCSPARSE_STATUS_SUCCESS;
+}

@@ -1,0 +1,213 @@
+/* GPU ME-TCF conversion against the CPU reference: identical arrays on generated matrices
+ * and on every matrix in TC_DATA_DIR, for CSR/CSC/COO, both index widths and bases;
+ * invalid structures rejected. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "gen.h"
+#include "metcf.h"
+#include "../kernels/kernels.h"
+#include "testutil.h"
+
+static void put_index(void *p, size_t i, int is64, int64_t v)
+{
+    if (is64)
+        ((int64_t *)p)[i] = v;
+    else
+        ((int32_t *)p)[i] = (int32_t)v;
+}
+
+static void *to_device(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
+    if (bytes)
+        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+static void *from_device(const void *d, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 1);
+    if (bytes)
+        cr_assert_eq(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+}
+
+/* Host arrays of m in format fmt; returns the number of offsets entries. */
+static int64_t build_arrays(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, void **off,
+                            void **idx)
+{
+    const size_t is = is64 ? 8 : 4;
+    int64_t noff = fmt == TCSPARSE_FORMAT_CSR ? m->rows + 1 : fmt == TCSPARSE_FORMAT_CSC ? m->cols + 1 : m->nnz;
+    *off = malloc(is * (size_t)(noff + 1));
+    *idx = malloc(is * (size_t)(m->nnz + 1));
+    if (fmt == TCSPARSE_FORMAT_CSC) {
+        int64_t *cnt = calloc((size_t)m->cols + 1, sizeof *cnt);
+        for (int64_t e = 0; e < m->nnz; e++)
+            cnt[m->col[e] + 1]++;
+        for (int64_t c = 0; c < m->cols; c++)
+            cnt[c + 1] += cnt[c];
+        for (int64_t c = 0; c <= m->cols; c++)
+            put_index(*off, (size_t)c, is64, cnt[c] + base);
+        for (int64_t r = 0; r < m->rows; r++)
+            for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++)
+                put_index(*idx, (size_t)cnt[m->col[e]]++, is64, r + base);
+        free(cnt);
+        return noff;
+    }
+    /* COO entries listed in reverse order: unsorted input */
+    if (fmt == TCSPARSE_FORMAT_CSR) {
+        for (int64_t r = 0; r <= m->rows; r++)
+            put_index(*off, (size_t)r, is64, m->row_off[r] + base);
+        for (int64_t e = 0; e < m->nnz; e++)
+            put_index(*idx, (size_t)e, is64, m->col[e] + base);
+    } else {
+        int64_t pos = m->nnz;
+        for (int64_t r = 0; r < m->rows; r++)
+            for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++) {
+                --pos;
+                put_index(*off, (size_t)pos, is64, r + base);
+                put_index(*idx, (size_t)pos, is64, m->col[e] + base);
+            }
+    }
+    return noff;
+}
+
+/* Converts on both sides and compares every array. */
+static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, const char *name)
+{
+    void *off, *idx;
+    int64_t noff = build_arrays(m, fmt, is64, base, &off, &idx);
+    const size_t is = is64 ? 8 : 4;
+    tc_sparse_view v = {.format = fmt, .rows = m->rows, .cols = m->cols, .nnz = m->nnz,
+                        .offsets = off, .indices = idx,
+                        .offsets_type = is64 ? TCSPARSE_INDEX_64I : TCSPARSE_INDEX_32I,
+                        .indices_type = is64 ? TCSPARSE_INDEX_64I : TCSPARSE_INDEX_32I,
+                        .base = (tcsparseIndexBase_t)base};
+    tc_metcf ref;
+    cr_assert_eq(tc_metcf_build_cpu(&v, &ref), TCSPARSE_STATUS_SUCCESS, "%s: CPU: %s", name,
+                 tcsparseGetLastErrorMessage());
+    void *d_off = to_device(off, is * (size_t)noff), *d_idx = to_device(idx, is * (size_t)m->nnz);
+    tc_convert_input in = {.format = fmt, .rows = m->rows, .cols = m->cols, .nnz = m->nnz,
+                           .offsets = d_off, .indices = d_idx, .offsets_64 = is64,
+                           .indices_64 = is64, .base = base};
+    tc_dev_metcf g;
+    char err[256];
+    cr_assert_eq(tc_convert_gpu(&in, &g, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
+                 name, err);
+    cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
+    cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
+    int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
+    int32_t *boff = from_device(g.blk_off, 4 * (size_t)(g.blocks + 1));
+    int32_t *bcol = from_device(g.blk_col, 4 * 8 * (size_t)g.blocks);
+    int32_t *vidx = from_device(g.val_idx, 4 * (size_t)m->nnz);
+    uint8_t *bpos = from_device(g.blk_pos, (size_t)m->nnz);
+    unsigned long long *mask = from_device(g.blk_mask, 16 * (size_t)g.blocks);
+    for (int64_t w = 0; w <= ref.windows; w++)
+        cr_assert_eq(win[w], ref.win_off[w], "%s: win_off[%lld]", name, (long long)w);
+    for (int64_t b = 0; b <= ref.blocks; b++)
+        cr_assert_eq(boff[b], ref.blk_off[b], "%s: blk_off[%lld]", name, (long long)b);
+    for (int64_t i = 0; i < 8 * ref.blocks; i++)
+        cr_assert_eq(bcol[i], ref.blk_col[i], "%s: blk_col[%lld]", name, (long long)i);
+    for (int64_t i = 0; i < m->nnz; i++) {
+        cr_assert_eq(bpos[i], ref.blk_pos[i], "%s: blk_pos[%lld]", name, (long long)i);
+        cr_assert_eq(vidx[i], ref.val_idx[i], "%s: val_idx[%lld]", name, (long long)i);
+    }
+    for (int64_t b = 0; b < ref.blocks; b++) { /* masks hold exactly the block's positions */
+        unsigned long long want[2] = {0, 0};
+        for (int64_t i = ref.blk_off[b]; i < ref.blk_off[b + 1]; i++)
+            want[ref.blk_pos[i] >> 6] |= 1ull << (ref.blk_pos[i] & 63);
+        cr_assert(mask[2 * b] == want[0] && mask[2 * b + 1] == want[1], "%s: mask of block %lld",
+                  name, (long long)b);
+    }
+    free(win); free(boff); free(bcol); free(vidx); free(bpos); free(mask);
+    tc_dev_metcf_free(&g);
+    tc_metcf_free(&ref);
+    cudaFree(d_off); cudaFree(d_idx);
+    free(off); free(idx);
+}
+
+static void all_variants(const tc_csr *m, const char *name)
+{
+    const tcsparseFormat_t f[] = {TCSPARSE_FORMAT_CSR, TCSPARSE_FORMAT_CSC, TCSPARSE_FORMAT_COO};
+    for (int i = 0; i < 3; i++)
+        compare(m, f[i], i == 1, i == 2, name);
+    compare(m, TCSPARSE_FORMAT_CSR, 1, 1, name);
+}
+
+Test(gpu_convert, generated)
+{
+    TC_REQUIRE_GPU();
+    static const char *specs[] = {"rmat:12:8", "uniform:1001:333:7", "banded:2049:9",
+                                  "blocks:4000:16:200", "rmat:4:2", "uniform:17:5:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        tc_csr m;
+        char err[256];
+        cr_assert_eq(tc_gen_from_spec(specs[i], &m, err, sizeof err), 0, "%s", err);
+        all_variants(&m, specs[i]);
+        tc_csr_free(&m);
+    }
+}
+
+Test(gpu_convert, empty_and_tiny)
+{
+    TC_REQUIRE_GPU();
+    int64_t off0[6] = {0, 0, 0, 0, 0, 0};
+    tc_csr e = {.rows = 5, .cols = 3, .nnz = 0, .row_off = off0};
+    all_variants(&e, "5x3 empty");
+    int64_t off1[2] = {0, 3};
+    int32_t col1[3] = {0, 4, 9};
+    double v1[3] = {1, 2, 3};
+    tc_csr one = {.rows = 1, .cols = 10, .nnz = 3, .row_off = off1, .col = col1, .val = v1};
+    all_variants(&one, "1 row");
+}
+
+Test(gpu_convert, rejects_bad_structure)
+{
+    TC_REQUIRE_GPU();
+    int32_t off[4] = {0, 2, 3, 4}, bad_col[4] = {0, 5, 1, 1}, dup_col[4] = {1, 1, 0, 2};
+    int32_t bad_off[4] = {0, 3, 2, 4};
+    struct { const int32_t *o, *c; const char *what; } cases[] = {
+        {off, bad_col, "column out of range"}, {off, dup_col, "duplicate"}, {bad_off, dup_col, "offsets"}};
+    for (int i = 0; i < 3; i++) {
+        void *d_off = to_device(cases[i].o, sizeof off), *d_col = to_device(cases[i].c, sizeof off);
+        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = 3, .nnz = 4,
+                               .offsets = d_off, .indices = d_col};
+        tc_dev_metcf g;
+        char err[256] = "";
+        cr_assert_eq(tc_convert_gpu(&in, &g, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
+                     "%s accepted", cases[i].what);
+        cr_assert(err[0] != '\0');
+        cudaFree(d_off); cudaFree(d_col);
+    }
+}
+
+Test(gpu_convert, shared_matrices, .timeout = 900)
+{
+    TC_REQUIRE_GPU();
+    const char *dir = getenv("TC_DATA_DIR");
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (d == NULL)
+        cr_skip_test("TC_DATA_DIR not set or unreadable: no real matrices");
+    struct dirent *ent;
+    int n = 0;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len < 7 || strcmp(ent->d_name + len - 7, ".mtx.gz") != 0)
+            continue;
+        char path[1024], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        tc_csr m;
+        cr_assert_eq(tc_csr_load(path, &m, err, sizeof err), 0, "%s", err);
+        compare(&m, TCSPARSE_FORMAT_CSR, 0, 0, ent->d_name);
+        compare(&m, TCSPARSE_FORMAT_COO, 1, 1, ent->d_name);
+        tc_csr_free(&m);
+        n++;
+    }
+    closedir(d);
+    cr_assert(n > 0, "no .mtx.gz files in %s", dir);
+}

@@ -1,0 +1,536 @@
+/* Tensor-core SpMM through the public API on the GPU, against a CPU reference in double:
+ * every kernel variant (base, balanced) and precision (3xTF32, TF32, FP16, BF16 with FP16/BF16
+ * or FP32 output), generated matrices of every shape class and, when TC_DATA_DIR is set,
+ * real ones.  Outputs are poisoned first so that every element must be written. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "gen.h"
+#include "halfconv.h"
+#include "testutil.h"
+
+typedef struct {
+    int N;
+    cudaDataType ab, c;      /* A/B type, C type */
+    int tf32;                /* FP32 only */
+    tcsparseRoute_t route;
+    tcsparseFormat_t fmt;
+    int idx64, base;
+    int ldb_pad, ldc_pad;
+    float alpha, beta;
+    int device_ptrs;
+    int preprocess;
+} spmm_case;
+
+static double bound_for(const spmm_case *k)
+{
+    if (k->ab != CUDA_R_32F || k->c != CUDA_R_32F)
+        return 2e-2;
+    return k->tf32 ? 5e-3 : 1e-5;
+}
+
+static size_t esize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/* Stores v as type t at p[i], returning the value actually stored (after rounding). */
+static double put(void *p, size_t i, cudaDataType t, double v)
+{
+    if (t == CUDA_R_32F) {
+        ((float *)p)[i] = (float)v;
+        return (float)v;
+    }
+    uint16_t h = t == CUDA_R_16F ? tc_f2h((float)v) : tc_f2bf((float)v);
+    ((uint16_t *)p)[i] = h;
+    return t == CUDA_R_16F ? tc_h2f(h) : tc_bf2f(h);
+}
+
+static double get(const void *p, size_t i, cudaDataType t)
+{
+    if (t == CUDA_R_32F)
+        return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == CUDA_R_16F ? tc_h2f(h) : tc_bf2f(h);
+}
+
+static void put_index(void *p, size_t i, int is64, int64_t v)
+{
+    if (is64)
+        ((int64_t *)p)[i] = v;
+    else
+        ((int32_t *)p)[i] = (int32_t)v;
+}
+
+static void *to_device(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
+    if (bytes)
+        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+static uint64_t seed = 12345;
+static double urand(void)
+{
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* Runs one case on m and checks it; returns the relative error. */
+static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
+{
+    const int64_t M = m->rows, K = m->cols, nnz = m->nnz, N = k->N;
+    const int64_t ldb = N + k->ldb_pad, ldc = N + k->ldc_pad;
+    const size_t is = k->idx64 ? 8 : 4;
+    /* A's arrays in the requested format, values rounded to the input type */
+    int64_t noff = k->fmt == TCSPARSE_FORMAT_CSR ? M + 1 : k->fmt == TCSPARSE_FORMAT_CSC ? K + 1 : nnz;
+    void *h_off = malloc(is * (size_t)(noff + 1)), *h_idx = malloc(is * (size_t)(nnz + 1));
+    void *h_val = malloc(esize(k->ab) * (size_t)(nnz + 1));
+    double *a_val = malloc(sizeof(double) * (size_t)(nnz + 1)); /* in CSR order */
+    for (int64_t e = 0; e < nnz; e++)
+        a_val[e] = m->val[e];
+    if (k->fmt == TCSPARSE_FORMAT_CSR || k->fmt == TCSPARSE_FORMAT_COO) {
+        for (int64_t r = 0; r < M; r++)
+            for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++) {
+                if (k->fmt == TCSPARSE_FORMAT_COO)
+                    put_index(h_off, (size_t)e, k->idx64, r + k->base);
+                put_index(h_idx, (size_t)e, k->idx64, m->col[e] + k->base);
+                a_val[e] = put(h_val, (size_t)e, k->ab, m->val[e]);
+            }
+        if (k->fmt == TCSPARSE_FORMAT_CSR)
+            for (int64_t r = 0; r <= M; r++)
+                put_index(h_off, (size_t)r, k->idx64, m->row_off[r] + k->base);
+    } else { /* CSC: counting sort by column */
+        int64_t *cnt = calloc((size_t)K + 1, sizeof *cnt);
+        for (int64_t e = 0; e < nnz; e++)
+            cnt[m->col[e] + 1]++;
+        for (int64_t c = 0; c < K; c++)
+            cnt[c + 1] += cnt[c];
+        for (int64_t c = 0; c <= K; c++)
+            put_index(h_off, (size_t)c, k->idx64, cnt[c] + k->base);
+        for (int64_t r = 0; r < M; r++)
+            for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++) {
+                int64_t dst = cnt[m->col[e]]++;
+                put_index(h_idx, (size_t)dst, k->idx64, r + k->base);
+                a_val[e] = put(h_val, (size_t)dst, k->ab, m->val[e]);
+            }
+        free(cnt);
+    }
+    /* B and C with padding columns; C's padding holds a sentinel that must survive */
+    void *h_B = malloc(esize(k->ab) * (size_t)(K * ldb + 1));
+    double *b = malloc(sizeof(double) * (size_t)(K * N + 1));
+    for (int64_t i = 0; i < K; i++)
+        for (int64_t j = 0; j < ldb; j++) {
+            double v = put(h_B, (size_t)(i * ldb + j), k->ab, j < N ? urand() : 1e30);
+            if (j < N)
+                b[i * N + j] = v;
+        }
+    void *h_C = malloc(esize(k->c) * (size_t)(M * ldc + 1));
+    double *c0 = malloc(sizeof(double) * (size_t)(M * N + 1));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            double v = put(h_C, (size_t)(i * ldc + j), k->c, j < N ? urand() : 7.0);
+            if (j < N)
+                c0[i * N + j] = v;
+        }
+    if (k->beta == 0.0f) /* beta = 0 must not read C: poison it with NaN */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                put(h_C, (size_t)(i * ldc + j), k->c, NAN);
+    /* reference in double from the rounded inputs */
+    double *ref = malloc(sizeof(double) * (size_t)(M * N + 1));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t e = m->row_off[i]; e < m->row_off[i + 1]; e++)
+                s += a_val[e] * b[m->col[e] * N + j];
+            ref[i * N + j] = k->alpha * s + (k->beta != 0.0f ? k->beta * c0[i * N + j] : 0.0);
+        }
+
+    void *d_off = to_device(h_off, is * (size_t)noff), *d_idx = to_device(h_idx, is * (size_t)nnz);
+    void *d_val = to_device(h_val, esize(k->ab) * (size_t)nnz);
+    void *d_B = to_device(h_B, esize(k->ab) * (size_t)(K * ldb));
+    void *d_C = to_device(h_C, esize(k->c) * (size_t)(M * ldc));
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    tcsparseIndexType_t it = k->idx64 ? TCSPARSE_INDEX_64I : TCSPARSE_INDEX_32I;
+    tcsparseIndexBase_t ib = (tcsparseIndexBase_t)k->base;
+    tcsparseStatus_t st =
+        k->fmt == TCSPARSE_FORMAT_CSR ? tcsparseCreateCsr(&A, M, K, nnz, d_off, d_idx, d_val, it, it, ib, k->ab)
+        : k->fmt == TCSPARSE_FORMAT_CSC ? tcsparseCreateCsc(&A, M, K, nnz, d_off, d_idx, d_val, it, it, ib, k->ab)
+                                        : tcsparseCreateCoo(&A, M, K, nnz, d_off, d_idx, d_val, it, ib, k->ab);
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, ldb, d_B, k->ab, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, ldc, d_C, k->c, TCSPARSE_ORDER_ROW), 0);
+    tcsparseSetRoute(h, k->route);
+    tcsparseSetMathMode(h, k->tf32 ? TCSPARSE_MATH_TF32 : TCSPARSE_MATH_DEFAULT);
+    float *d_ab = NULL;
+    const void *pa = &k->alpha, *pb = &k->beta;
+    if (k->device_ptrs) {
+        float ab[2] = {k->alpha, k->beta};
+        d_ab = to_device(ab, sizeof ab);
+        tcsparseSetPointerMode(h, TCSPARSE_POINTER_MODE_DEVICE);
+        pa = d_ab;
+        pb = d_ab + 1;
+    }
+    size_t bsz = 0;
+    st = tcsparseSpMM_bufferSize(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, &bsz);
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: bufferSize: %s", label, tcsparseGetLastErrorMessage());
+    void *buf = NULL;
+    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
+    if (k->preprocess) {
+        st = tcsparseSpMM_preprocess(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
+        cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: preprocess: %s", label, tcsparseGetLastErrorMessage());
+    }
+    st = tcsparseSpMM(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
+    tcsparseRouteInfo_t ri;
+    tcsparseGetLastRoute(h, &ri);
+    if (k->route == TCSPARSE_ROUTE_TC_BASE)
+        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+    if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
+        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+
+    cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            double v = get(h_C, (size_t)(i * ldc + j), k->c);
+            if (j >= N) {
+                cr_assert_eq(v, 7.0, "%s: padding C[%lld][%lld] overwritten", label, (long long)i, (long long)j);
+                continue;
+            }
+            cr_assert(isfinite(v), "%s: C[%lld][%lld] = %g not written or not finite", label,
+                      (long long)i, (long long)j, v);
+            double d = v - ref[i * N + j];
+            num += d * d;
+            den += ref[i * N + j] * ref[i * N + j];
+        }
+    double err = den > 0 ? sqrt(num / den) : sqrt(num);
+    cr_assert(err <= bound_for(k), "%s: relative error %.3e > %.1e (%s)", label, err, bound_for(k), ri.kernel);
+
+    cudaFree(buf); cudaFree(d_ab);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(d_off); cudaFree(d_idx); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
+    free(h_off); free(h_idx); free(h_val); free(a_val); free(h_B); free(b); free(h_C); free(c0); free(ref);
+    return err;
+}
+
+static spmm_case base_case(int N)
+{
+    spmm_case k = {.N = N, .ab = CUDA_R_32F, .c = CUDA_R_32F, .route = TCSPARSE_ROUTE_TC_BASE,
+                   .fmt = TCSPARSE_FORMAT_CSR, .alpha = 1.25f, .beta = 0.0f, .preprocess = 1};
+    return k;
+}
+
+/* Every precision x kernel on one matrix for a list of N. */
+static void sweep(const tc_csr *m, const char *name, const int *ns, int nn)
+{
+    const struct { cudaDataType ab, c; int tf32; const char *n; } precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, 0, "3xtf32"}, {CUDA_R_32F, CUDA_R_32F, 1, "tf32"},
+        {CUDA_R_16F, CUDA_R_16F, 0, "f16"},    {CUDA_R_16F, CUDA_R_32F, 0, "f16->f32"},
+        {CUDA_R_16BF, CUDA_R_16BF, 0, "bf16"}, {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
+    for (int i = 0; i < nn; i++)
+        for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+            for (int bal = 0; bal < 2; bal++) {
+                spmm_case k = base_case(ns[i]);
+                k.ab = precs[p].ab;
+                k.c = precs[p].c;
+                k.tf32 = precs[p].tf32;
+                k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+                k.beta = (i + p) % 2 ? -0.5f : 0.0f;
+                char label[160];
+                snprintf(label, sizeof label, "%s N=%d %s %s", name, ns[i], precs[p].n,
+                         bal ? "balanced" : "base");
+                run_case(m, &k, label);
+            }
+}
+
+static const int all_n[] = {1, 7, 8, 32, 100, 128, 256, 512};
+
+static void gen_or_fail(const char *spec, tc_csr *m)
+{
+    char err[256];
+    cr_assert_eq(tc_gen_from_spec(spec, m, err, sizeof err), 0, "%s: %s", spec, err);
+}
+
+Test(gpu_spmm, rmat_power_law)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("rmat:11:8", &m);
+    sweep(&m, "rmat:11:8", all_n, 8);
+    tc_csr_free(&m);
+}
+
+Test(gpu_spmm, uniform_odd_sizes)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    cr_assert_eq(tc_gen_uniform(1001, 517, 9, 7, &m), 0);
+    static const int ns[] = {7, 100, 256};
+    sweep(&m, "uniform 1001x517", ns, 3);
+    tc_csr_free(&m);
+}
+
+Test(gpu_spmm, banded_and_blocks)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    cr_assert_eq(tc_gen_banded(1999, 6, 3, &m), 0);
+    static const int ns[] = {8, 128};
+    sweep(&m, "banded", ns, 2);
+    tc_csr_free(&m);
+    cr_assert_eq(tc_gen_blocks(2003, 16, 300, 5, &m), 0);
+    sweep(&m, "blocks", ns, 2);
+    tc_csr_free(&m);
+}
+
+/* One dense row (a window with many blocks: the balanced kernel splits it) and empty rows. */
+Test(gpu_spmm, dense_row_and_empty_rows)
+{
+    TC_REQUIRE_GPU();
+    const int64_t M = 333, K = 4099;
+    tc_csr m = {.rows = M, .cols = K};
+    m.row_off = calloc((size_t)M + 1, sizeof *m.row_off);
+    m.col = malloc(sizeof *m.col * (size_t)(K + M * 3));
+    m.val = malloc(sizeof *m.val * (size_t)(K + M * 3));
+    int64_t e = 0;
+    for (int64_t r = 0; r < M; r++) {
+        if (r == 17)
+            for (int64_t c = 0; c < K; c++) {
+                m.col[e] = (int32_t)c;
+                m.val[e++] = urand();
+            }
+        else if (r % 3 != 0) /* every third row empty */
+            for (int64_t c = (r * 7) % 11; c < K; c += 1500) {
+                m.col[e] = (int32_t)c;
+                m.val[e++] = urand();
+            }
+        m.row_off[r + 1] = e;
+    }
+    m.nnz = e;
+    static const int ns[] = {32, 129};
+    sweep(&m, "dense row", ns, 2);
+    tc_csr_free(&m);
+}
+
+Test(gpu_spmm, formats_bases_widths_layouts)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("rmat:10:6", &m);
+    const tcsparseFormat_t fmts[] = {TCSPARSE_FORMAT_CSR, TCSPARSE_FORMAT_CSC, TCSPARSE_FORMAT_COO};
+    for (int f = 0; f < 3; f++)
+        for (int w = 0; w < 2; w++)
+            for (int b = 0; b < 2; b++) {
+                spmm_case k = base_case(45);
+                k.fmt = fmts[f];
+                k.idx64 = w;
+                k.base = b;
+                k.ldb_pad = 3;     /* misaligned rows: the scalar path */
+                k.ldc_pad = 5;
+                k.beta = 0.75f;
+                k.device_ptrs = (f + w + b) % 2;
+                k.preprocess = b;
+                k.route = (f + b) % 2 ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+                char label[96];
+                snprintf(label, sizeof label, "fmt=%d idx64=%d base=%d", (int)fmts[f], w, b);
+                run_case(&m, &k, label);
+            }
+    tc_csr_free(&m);
+}
+
+/* A NaN in B where A's blocks only have padding must not reach C. */
+Test(gpu_spmm, padding_never_reads_b)
+{
+    TC_REQUIRE_GPU();
+    /* row 0 of B is NaN; A has no entry in column 0, and every window has a padded block */
+    const int64_t M = 40, K = 50, N = 16;
+    int32_t off[41], col[40];
+    float val[40];
+    for (int r = 0; r < M; r++) {
+        off[r] = r;
+        col[r] = 1 + r % 3;
+        val[r] = 0.5f + r;
+    }
+    off[M] = (int32_t)M;
+    float *hB = malloc(sizeof(float) * K * N), *hC = malloc(sizeof(float) * M * N);
+    for (int i = 0; i < K * N; i++)
+        hB[i] = i < N ? NAN : (float)(i % 7);
+    void *dOff = to_device(off, sizeof off), *dCol = to_device(col, sizeof col);
+    void *dVal = to_device(val, sizeof val), *dB = to_device(hB, sizeof(float) * K * N);
+    void *dC = to_device(hB, sizeof(float) * M * N);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    tcsparseCreate(&h);
+    tcsparseCreateCsr(&A, M, K, M, dOff, dCol, dVal, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                      TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+    tcsparseCreateDnMat(&B, K, N, N, dB, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    tcsparseCreateDnMat(&C, M, N, N, dC, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    for (int route = TCSPARSE_ROUTE_TC_BASE; route <= TCSPARSE_ROUTE_TC_BALANCED; route++) {
+        float one = 1, zero = 0;
+        tcsparseSetRoute(h, (tcsparseRoute_t)route);
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &one, A, B, &zero, C, CUDA_R_32F, 0, NULL), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaMemcpy(hC, dC, sizeof(float) * M * N, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (int i = 0; i < M * N; i++) {
+            int r = i / N, j = i % N;
+            float want = val[r] * hB[col[r] * N + j];
+            cr_assert_float_eq(hC[i], want, 1e-5f, "C[%d][%d] = %g, want %g", r, j, hC[i], want);
+        }
+    }
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(dOff); cudaFree(dCol); cudaFree(dVal); cudaFree(dB); cudaFree(dC);
+    free(hB); free(hC);
+}
+
+/* Values rewritten in place are seen; CsrSetPointers to another pattern rebuilds the plan. */
+Test(gpu_spmm, values_fresh_and_set_pointers)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m1, m2;
+    cr_assert_eq(tc_gen_banded(300, 3, 1, &m1), 0);
+    cr_assert_eq(tc_gen_uniform(300, 300, 5, 2, &m2), 0);
+    const int N = 24;
+    int32_t *off1 = malloc(4 * 301), *off2 = malloc(4 * 301);
+    float *v1 = malloc(4 * (size_t)m1.nnz), *v2 = malloc(4 * (size_t)m2.nnz);
+    for (int r = 0; r <= 300; r++) {
+        off1[r] = (int32_t)m1.row_off[r];
+        off2[r] = (int32_t)m2.row_off[r];
+    }
+    for (int64_t e = 0; e < m1.nnz; e++) v1[e] = (float)m1.val[e];
+    for (int64_t e = 0; e < m2.nnz; e++) v2[e] = (float)m2.val[e];
+    float *hB = malloc(4 * 300 * N), *hC = malloc(4 * 300 * N);
+    for (int i = 0; i < 300 * N; i++) hB[i] = (float)urand();
+    void *dOff1 = to_device(off1, 4 * 301), *dCol1 = to_device(m1.col, 4 * (size_t)m1.nnz);
+    void *dV1 = to_device(v1, 4 * (size_t)m1.nnz);
+    void *dOff2 = to_device(off2, 4 * 301), *dCol2 = to_device(m2.col, 4 * (size_t)m2.nnz);
+    void *dV2 = to_device(v2, 4 * (size_t)m2.nnz);
+    void *dB = to_device(hB, 4 * 300 * N), *dC = to_device(hB, 4 * 300 * N);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    tcsparseCreate(&h);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE);
+    tcsparseCreateCsr(&A, 300, 300, m1.nnz, dOff1, dCol1, dV1, TCSPARSE_INDEX_32I,
+                      TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+    tcsparseCreateDnMat(&B, 300, N, N, dB, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    tcsparseCreateDnMat(&C, 300, N, N, dC, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    float one = 1, zero = 0;
+    for (int step = 0; step < 3; step++) {
+        const tc_csr *m = step < 2 ? &m1 : &m2;
+        float *v = step < 2 ? v1 : v2;
+        if (step == 1) { /* rewrite the values in place, same pointer */
+            for (int64_t e = 0; e < m1.nnz; e++) v1[e] = (float)urand();
+            cudaMemcpy(dV1, v1, 4 * (size_t)m1.nnz, cudaMemcpyHostToDevice);
+        }
+        if (step == 2)
+            cr_assert_eq(tcsparseCsrSetPointers(A, dOff2, dCol2, dV2), 0);
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &one, A, B, &zero, C, CUDA_R_32F, 0, NULL), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        cudaMemcpy(hC, dC, 4 * 300 * N, cudaMemcpyDeviceToHost);
+        double num = 0, den = 0;
+        for (int r = 0; r < 300; r++)
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++)
+                    s += (double)v[e] * hB[m->col[e] * N + j];
+                num += (hC[r * N + j] - s) * (hC[r * N + j] - s);
+                den += s * s;
+            }
+        cr_assert(sqrt(num / den) < 1e-5, "step %d: relative error %g", step, sqrt(num / den));
+    }
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(dOff1); cudaFree(dCol1); cudaFree(dV1); cudaFree(dOff2); cudaFree(dCol2); cudaFree(dV2);
+    cudaFree(dB); cudaFree(dC);
+    free(off1); free(off2); free(v1); free(v2); free(hB); free(hC);
+    tc_csr_free(&m1); tc_csr_free(&m2);
+}
+
+/* Column-major or transposed operands are routed to cuSPARSE before any launch. */
+Test(gpu_spmm, ineligible_goes_to_cusparse)
+{
+    TC_REQUIRE_GPU();
+    const int64_t n = 64, N = 8;
+    int32_t off[65], col[64];
+    float val[64], hB[64 * 8], hC[64 * 8];
+    for (int r = 0; r < n; r++) {
+        off[r] = r;
+        col[r] = (r * 5) % (int)n;
+        val[r] = 1.0f + r;
+    }
+    off[n] = (int32_t)n;
+    for (int i = 0; i < n * N; i++)
+        hB[i] = (float)urand();
+    void *dOff = to_device(off, sizeof off), *dCol = to_device(col, sizeof col);
+    void *dVal = to_device(val, sizeof val), *dB = to_device(hB, sizeof hB);
+    void *dC = to_device(hB, sizeof hB);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    tcsparseCreate(&h);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
+    tcsparseCreateCsr(&A, n, n, n, dOff, dCol, dVal, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                      TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+    tcsparseCreateDnMat(&B, n, N, n, dB, CUDA_R_32F, TCSPARSE_ORDER_COL);
+    tcsparseCreateDnMat(&C, n, N, n, dC, CUDA_R_32F, TCSPARSE_ORDER_COL);
+    float one = 1, zero = 0;
+    size_t sz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &one, A, B, &zero, C, CUDA_R_32F, 0, &sz), 0);
+    cudaMalloc(&buf, sz + 1);
+    cr_assert_eq(tcsparseSpMM(h, 0, 0, &one, A, B, &zero, C, CUDA_R_32F, 0, buf), 0, "%s",
+                 tcsparseGetLastErrorMessage());
+    tcsparseRouteInfo_t ri;
+    tcsparseGetLastRoute(h, &ri);
+    cr_assert_eq(ri.path, TCSPARSE_PATH_CUSPARSE, "took %s", ri.kernel);
+    cr_assert(strstr(ri.reason, "column-major") != NULL, "reason: %s", ri.reason);
+    cudaMemcpy(hC, dC, sizeof hC, cudaMemcpyDeviceToHost);
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < N; j++) /* column-major: element (r, j) at j*ld + r */
+            cr_assert_float_eq(hC[j * n + r], val[r] * hB[j * n + col[r]], 1e-4f);
+    cudaFree(buf);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(dOff); cudaFree(dCol); cudaFree(dVal); cudaFree(dB); cudaFree(dC);
+}
+
+/* Real matrices from TC_DATA_DIR (small ones, to keep the CPU reference quick). */
+Test(gpu_spmm, shared_matrices, .timeout = 600)
+{
+    TC_REQUIRE_GPU();
+    const char *dir = getenv("TC_DATA_DIR");
+    if (dir == NULL)
+        cr_skip_test("TC_DATA_DIR not set: no real matrices");
+    static const char *names[] = {"cora", "citeseer_features", "PROTEINS_full", "mdual",
+                                  "bcsstk13", "dlmc_transformer_mp0.7_dec0_ffn1", "lp_afiro",
+                                  "west0067", "ca-GrQc", "Wiki-Vote"};
+    int ran = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024], err[256];
+        snprintf(path, sizeof path, "%s/%s.mtx.gz", dir, names[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        fclose(f);
+        tc_csr m;
+        cr_assert_eq(tc_csr_load(path, &m, err, sizeof err), 0, "%s", err);
+        static const int ns[] = {32, 128};
+        sweep(&m, names[i], ns, 2);
+        tc_csr_free(&m);
+        ran++;
+    }
+    if (ran == 0)
+        cr_skip_test("none of the listed matrices found in %s", dir);
+}

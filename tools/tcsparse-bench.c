@@ -1,0 +1,434 @@
+/* tcsparse-bench: times tcsparseSpMM (routed, forced tensor-core base and balanced) against
+ * cuSPARSE (ALG_DEFAULT, CSR_ALG2, CSR_ALG3) in one run, with CUDA events, warm-up and the
+ * median of repeated runs; prints a table and optionally writes CSV. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "gen.h"
+#include "halfconv.h"
+
+#define DEFAULT_INPUT "rmat:16:16"
+
+typedef struct {
+    int ns[16];
+    int nn;
+    char precs[4][8];
+    int np;
+    int reps, warm;
+    int check;
+    FILE *csv;
+} opts_t;
+
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_CU_DEFAULT, V_CU_ALG2, V_CU_ALG3, V_COUNT };
+static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "cusparse-default",
+                                     "cusparse-alg2", "cusparse-alg3"};
+
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
+                    cudaGetErrorString(e_));                                               \
+            exit(2);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Device buffer of n elements of the precision's storage type from doubles/randoms. */
+static void *upload(const double *src, size_t n, cudaDataType t)
+{
+    size_t es = t == CUDA_R_32F ? 4 : 2;
+    void *h = malloc(n * es + 16), *d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        float v = src ? (float)src[i] : rnd();
+        if (t == CUDA_R_32F) ((float *)h)[i] = v;
+        else if (t == CUDA_R_16F) ((uint16_t *)h)[i] = tc_f2h(v);
+        else ((uint16_t *)h)[i] = tc_f2bf(v);
+    }
+    CK(cudaMalloc(&d, n * es + 16));
+    CK(cudaMemcpy(d, h, n * es, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static double *download(const void *d, size_t n, cudaDataType t)
+{
+    size_t es = t == CUDA_R_32F ? 4 : 2;
+    void *h = malloc(n * es + 16);
+    double *out = malloc(n * sizeof *out + 8);
+    CK(cudaMemcpy(h, d, n * es, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        out[i] = t == CUDA_R_32F ? ((float *)h)[i]
+                 : t == CUDA_R_16F ? tc_h2f(((uint16_t *)h)[i])
+                                   : tc_bf2f(((uint16_t *)h)[i]);
+    free(h);
+    return out;
+}
+
+static double rel_err(const double *ref, const double *x, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            return INFINITY;
+        num += (x[i] - ref[i]) * (x[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+typedef struct {
+    cusparseHandle_t cu;
+    tcsparseHandle_t tc;
+    cusparseSpMatDescr_t cuA;
+    cusparseDnMatDescr_t cuB, cuC;
+    tcsparseSpMatDescr_t tcA;
+    tcsparseDnMatDescr_t tcB, tcC;
+    void *buf[V_COUNT];
+    cudaEvent_t e0, e1;
+    int N;
+} ctx_t;
+
+/* Runs variant v once; returns 0 on success. */
+static int run_variant(ctx_t *c, int v, cudaDataType vt)
+{
+    float one = 1.0f, zero = 0.0f;
+    if (v <= V_TC_BAL) {
+        tcsparseRoute_t r = v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+                            : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
+        tcsparseSetRoute(c->tc, r);
+        return tcsparseSpMM(c->tc, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                            TCSPARSE_OPERATION_NON_TRANSPOSE, &one, c->tcA, c->tcB, &zero, c->tcC,
+                            CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, c->buf[v]) != TCSPARSE_STATUS_SUCCESS;
+    }
+    cusparseSpMMAlg_t alg = v == V_CU_DEFAULT ? CUSPARSE_SPMM_ALG_DEFAULT
+                            : v == V_CU_ALG2 ? CUSPARSE_SPMM_CSR_ALG2 : CUSPARSE_SPMM_CSR_ALG3;
+    (void)vt;
+    return cusparseSpMM(c->cu, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                        &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F, alg, c->buf[v]) !=
+           CUSPARSE_STATUS_SUCCESS;
+}
+
+static int prepare_variant(ctx_t *c, int v)
+{
+    float one = 1.0f, zero = 0.0f;
+    size_t sz = 0;
+    if (v <= V_TC_BAL) {
+        tcsparseRoute_t r = v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+                            : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
+        tcsparseSetRoute(c->tc, r);
+        if (tcsparseSpMM_bufferSize(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC, CUDA_R_32F,
+                                    TCSPARSE_SPMM_ALG_DEFAULT, &sz) != TCSPARSE_STATUS_SUCCESS)
+            return 1;
+        CK(cudaMalloc(&c->buf[v], sz + 16));
+        return tcsparseSpMM_preprocess(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC,
+                                       CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, c->buf[v]) != 0;
+    }
+    cusparseSpMMAlg_t alg = v == V_CU_DEFAULT ? CUSPARSE_SPMM_ALG_DEFAULT
+                            : v == V_CU_ALG2 ? CUSPARSE_SPMM_CSR_ALG2 : CUSPARSE_SPMM_CSR_ALG3;
+    if (cusparseSpMM_bufferSize(c->cu, 0, 0, &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F, alg,
+                                &sz) != CUSPARSE_STATUS_SUCCESS)
+        return 1;
+    CK(cudaMalloc(&c->buf[v], sz + 16));
+    if (alg == CUSPARSE_SPMM_CSR_ALG3 &&
+        cusparseSpMM_preprocess(c->cu, 0, 0, &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F, alg,
+                                c->buf[v]) != CUSPARSE_STATUS_SUCCESS)
+        return 1;
+    return 0;
+}
+
+static float time_variant(ctx_t *c, int v, cudaDataType vt, const opts_t *o)
+{
+    for (int i = 0; i < o->warm; i++)
+        if (run_variant(c, v, vt))
+            return -1;
+    float *t = malloc(sizeof *t * (size_t)o->reps);
+    for (int i = 0; i < o->reps; i++) {
+        CK(cudaEventRecord(c->e0, 0));
+        run_variant(c, v, vt);
+        CK(cudaEventRecord(c->e1, 0));
+        CK(cudaEventSynchronize(c->e1));
+        CK(cudaEventElapsedTime(&t[i], c->e0, c->e1));
+    }
+    qsort(t, (size_t)o->reps, sizeof *t, cmp_float);
+    float med = t[o->reps / 2];
+    free(t);
+    return med;
+}
+
+static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const opts_t *o)
+{
+    cudaDataType vt = strcmp(prec, "f16") == 0 ? CUDA_R_16F
+                      : strcmp(prec, "bf16") == 0 ? CUDA_R_16BF : CUDA_R_32F;
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.N = N;
+    int *d_off, *d_col;
+    int32_t *h_off = malloc(sizeof *h_off * (size_t)(m->rows + 1));
+    for (int64_t i = 0; i <= m->rows; i++)
+        h_off[i] = (int32_t)m->row_off[i];
+    CK(cudaMalloc((void **)&d_off, sizeof *d_off * (size_t)(m->rows + 1)));
+    CK(cudaMalloc((void **)&d_col, sizeof *d_col * (size_t)(m->nnz + 1)));
+    CK(cudaMemcpy(d_off, h_off, sizeof *d_off * (size_t)(m->rows + 1), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_col, m->col, sizeof *d_col * (size_t)m->nnz, cudaMemcpyHostToDevice));
+    free(h_off);
+    void *d_val = upload(m->val, (size_t)m->nnz, vt);
+    void *d_B = upload(NULL, (size_t)m->cols * N, vt);
+    void *d_C;
+    size_t es = vt == CUDA_R_32F ? 4 : 2;
+    CK(cudaMalloc(&d_C, (size_t)m->rows * N * es + 16));
+    CK(cudaEventCreate(&c.e0));
+    CK(cudaEventCreate(&c.e1));
+    cusparseCreate(&c.cu);
+    tcsparseCreate(&c.tc);
+    if (strcmp(prec, "tf32") == 0)
+        tcsparseSetMathMode(c.tc, TCSPARSE_MATH_TF32);
+    cusparseCreateCsr(&c.cuA, m->rows, m->cols, m->nnz, d_off, d_col, d_val, CUSPARSE_INDEX_32I,
+                      CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt);
+    cusparseCreateDnMat(&c.cuB, m->cols, N, N, d_B, vt, CUSPARSE_ORDER_ROW);
+    cusparseCreateDnMat(&c.cuC, m->rows, N, N, d_C, vt, CUSPARSE_ORDER_ROW);
+    tcsparseCreateCsr(&c.tcA, m->rows, m->cols, m->nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                      TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, vt);
+    tcsparseCreateDnMat(&c.tcB, m->cols, N, N, d_B, vt, TCSPARSE_ORDER_ROW);
+    tcsparseCreateDnMat(&c.tcC, m->rows, N, N, d_C, vt, TCSPARSE_ORDER_ROW);
+
+    tcsparseMetcfStats_t st;
+    double t0 = now_ms();
+    int have_plan = tcsparseSpMatGetMetcfStats(c.tc, c.tcA, &st) == TCSPARSE_STATUS_SUCCESS;
+    double conv_ms = now_ms() - t0;
+    if (!have_plan)
+        fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
+
+    float ms[V_COUNT];
+    double err[V_COUNT];
+    double *ref = NULL;
+    char route_kernel[64] = "";
+    for (int v = V_COUNT - 1; v >= 0; v--) { /* cuSPARSE first: its default is the reference */
+        ms[v] = -1;
+        err[v] = NAN;
+        if (prepare_variant(&c, v)) {
+            cudaGetLastError();
+            continue;
+        }
+        CK(cudaMemset(d_C, 0xff, (size_t)m->rows * N * es)); /* NaN poison */
+        if (run_variant(&c, v, vt)) {
+            cudaGetLastError();
+            continue;
+        }
+        CK(cudaDeviceSynchronize());
+        if (o->check) {
+            double *out = download(d_C, (size_t)m->rows * N, vt);
+            if (v == V_CU_DEFAULT)
+                ref = out;
+            else if (ref) {
+                err[v] = rel_err(ref, out, (size_t)m->rows * N);
+                free(out);
+            } else
+                free(out);
+        }
+        if (v == V_ROUTED) {
+            tcsparseRouteInfo_t ri;
+            tcsparseGetLastRoute(c.tc, &ri);
+            snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
+        }
+        ms[v] = time_variant(&c, v, vt, o);
+    }
+    free(ref);
+    float best_cu = -1;
+    for (int v = V_CU_DEFAULT; v < V_COUNT; v++)
+        if (ms[v] > 0 && (best_cu < 0 || ms[v] < best_cu))
+            best_cu = ms[v];
+    double flop = 2.0 * (double)m->nnz * N;
+    printf("%-28s nnz=%-10lld N=%-4d %-5s conv=%.2fms nnz/blk=%.2f route=%s\n", input,
+           (long long)m->nnz, N, prec, conv_ms, have_plan ? st.mean_nnz_per_block : 0.0,
+           route_kernel);
+    for (int v = 0; v < V_COUNT; v++) {
+        if (ms[v] < 0) {
+            printf("    %-17s %10s\n", vname[v], "n/a");
+            continue;
+        }
+        printf("    %-17s %10.4f ms %9.1f GFLOP/s  x%.2f vs default  x%.2f vs best-cusparse",
+               vname[v], ms[v], flop / ms[v] / 1e6,
+               ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v]);
+        if (o->check && !isnan(err[v]))
+            printf("  relerr=%.2e", err[v]);
+        printf("\n");
+        if (o->csv)
+            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.3f,%.3f,%.3e,%.3f,%.3f,%s\n",
+                    input, (long long)m->rows, (long long)m->cols, (long long)m->nnz, N, prec,
+                    vname[v], ms[v], flop / ms[v] / 1e6,
+                    ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v],
+                    err[v], conv_ms, have_plan ? st.mean_nnz_per_block : 0.0, route_kernel);
+    }
+    fflush(stdout);
+    for (int v = 0; v < V_COUNT; v++)
+        cudaFree(c.buf[v]);
+    cusparseDestroySpMat(c.cuA);
+    cusparseDestroyDnMat(c.cuB);
+    cusparseDestroyDnMat(c.cuC);
+    tcsparseDestroySpMat(c.tcA);
+    tcsparseDestroyDnMat(c.tcB);
+    tcsparseDestroyDnMat(c.tcC);
+    tcsparseDestroy(c.tc);
+    cusparseDestroy(c.cu);
+    cudaEventDestroy(c.e0);
+    cudaEventDestroy(c.e1);
+    cudaFree(d_off);
+    cudaFree(d_col);
+    cudaFree(d_val);
+    cudaFree(d_B);
+    cudaFree(d_C);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tcsparse-bench [options] [INPUT...]\n"
+            "  INPUT        Matrix Market file (.mtx, .mtx.gz) or generator spec\n"
+            "               (rmat:SCALE:EF, uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT,\n"
+            "               diag:FILE:COPIES); default " DEFAULT_INPUT "\n"
+            "  -n LIST      N values, comma separated (default 32,128,256)\n"
+            "  -p LIST      precisions: f32 (3xTF32), tf32, f16, bf16 (default f32,tf32)\n"
+            "  -r REPS      timed runs per variant, median reported (default 30)\n"
+            "  -w WARM      warm-up runs (default 5)\n"
+            "  --suite FILE inputs listed in FILE, one per line ('#' comments)\n"
+            "  --csv FILE   also write CSV rows to FILE\n"
+            "  --no-check   skip the comparison against cuSPARSE's result\n");
+}
+
+static int run_input(const char *in, const opts_t *o)
+{
+    tc_csr m;
+    char err[256];
+    if (tc_csr_load(in, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "tcsparse-bench: %s\n", err);
+        return 1;
+    }
+    for (int p = 0; p < o->np; p++)
+        for (int i = 0; i < o->nn; i++)
+            bench_one(in, &m, o->precs[p], o->ns[i], o);
+    tc_csr_free(&m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.ns = {32, 128, 256}, .nn = 3, .precs = {"f32", "tf32"}, .np = 2, .reps = 30,
+                .warm = 5, .check = 1};
+    const char *inputs[256];
+    int ninputs = 0, rc = 0;
+    const char *suite = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "-n") || !strcmp(a, "-p") || !strcmp(a, "-r") || !strcmp(a, "-w") ||
+             !strcmp(a, "--suite") || !strcmp(a, "--csv")) && i + 1 >= argc) {
+            fprintf(stderr, "tcsparse-bench: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-n")) {
+            o.nn = 0;
+            for (char *s = strtok(argv[++i], ","); s && o.nn < 16; s = strtok(NULL, ","))
+                if ((o.ns[o.nn++] = atoi(s)) <= 0) {
+                    fprintf(stderr, "tcsparse-bench: bad N '%s'\n", s);
+                    return 2;
+                }
+        } else if (!strcmp(a, "-p")) {
+            o.np = 0;
+            for (char *s = strtok(argv[++i], ","); s && o.np < 4; s = strtok(NULL, ",")) {
+                if (strcmp(s, "f32") && strcmp(s, "tf32") && strcmp(s, "f16") && strcmp(s, "bf16")) {
+                    fprintf(stderr, "tcsparse-bench: unknown precision '%s'\n", s);
+                    return 2;
+                }
+                snprintf(o.precs[o.np++], sizeof o.precs[0], "%s", s);
+            }
+        } else if (!strcmp(a, "-r")) {
+            o.reps = atoi(argv[++i]);
+        } else if (!strcmp(a, "-w")) {
+            o.warm = atoi(argv[++i]);
+        } else if (!strcmp(a, "--suite")) {
+            suite = argv[++i];
+        } else if (!strcmp(a, "--csv")) {
+            o.csv = fopen(argv[++i], "w");
+            if (!o.csv) {
+                perror(argv[i]);
+                return 2;
+            }
+            fprintf(o.csv, "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
+                           "relerr_vs_cusparse,convert_ms,nnz_per_block,route\n");
+        } else if (!strcmp(a, "--no-check")) {
+            o.check = 0;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "tcsparse-bench: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        } else if (ninputs < 256) {
+            inputs[ninputs++] = a;
+        }
+    }
+    if (o.reps < 1) o.reps = 1;
+    if (o.warm < 0) o.warm = 0;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("tcsparse-bench: no CUDA device on this machine; nothing to time "
+               "(tcsparse-inspect shows the ME-TCF statistics without a GPU)\n");
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s (sm_%d%d, %d SMs), median of %d runs after %d warm-up\n", prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount, o.reps, o.warm);
+    if (suite) {
+        FILE *f = fopen(suite, "r");
+        if (!f) {
+            perror(suite);
+            return 2;
+        }
+        char line[1024];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] == '\0' || line[0] == '#')
+                continue;
+            rc |= run_input(line, &o);
+        }
+        fclose(f);
+    }
+    if (ninputs == 0 && !suite)
+        inputs[ninputs++] = DEFAULT_INPUT;
+    for (int i = 0; i < ninputs; i++)
+        rc |= run_input(inputs[i], &o);
+    if (o.csv)
+        fclose(o.csv);
+    return rc;
+}
