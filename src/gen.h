@@ -4,6 +4,7 @@
 #ifndef TC_GEN_H
 #define TC_GEN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -14,8 +15,8 @@ typedef struct {
 } tc_csr;
 
 void tc_csr_free(tc_csr *m);
-/* R-MAT (Graph500 a=.57 b=.19 c=.19), 2^scale square, about edge_factor*2^scale nonzeros
- * after removing duplicates. */
+/* R-MAT (Graph500 a=.57 b=.19 c=.19), 2^scale square: edge_factor*2^scale edges before
+ * duplicates are removed, vertex labels scrambled as Graph500 does. */
 int tc_gen_rmat(int scale, int edge_factor, uint64_t seed, tc_csr *out);
 /* Uniform random: each row gets per_row distinct random columns (fewer when cols < per_row). */
 int tc_gen_uniform(int64_t rows, int64_t cols, int64_t per_row, uint64_t seed, tc_csr *out);
@@ -29,7 +30,8 @@ int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr 
  * "blocks:65536:16:2000", optionally followed by ":seed=N"; "diag:FILE:copies" (matrix market
  * file replicated).  Returns 0, or -1 with a message in err. */
 int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen);
-/* Returns 0 and fills out from a Matrix Market file or a generator spec (whichever spec is). */
+/* Returns 0 and fills out from a Matrix Market file or a generator spec (whichever spec is).
+ * Pattern files get fixed-seed random values (all-ones values hide permutation bugs). */
 int tc_csr_load(const char *spec_or_path, tc_csr *out, char *err, size_t errlen);
 
 #endif

@@ -24,7 +24,7 @@ int tc_mm_read_mem(const char *buf, size_t len, const char *name, tc_mm_matrix *
                    size_t errlen);
 void tc_mm_free(tc_mm_matrix *m);
 /* Converts to 0-based CSR sorted by (row, col), duplicates summed. Arrays malloc'ed;
- * returns 0, or -1 on allocation failure. */
+ * returns 0, or -1 on allocation failure, cols > INT32_MAX or an index out of range. */
 int tc_mm_to_csr(const tc_mm_matrix *m, int64_t **row_off, int32_t **col, double **val,
                  int64_t *nnz_out);
 

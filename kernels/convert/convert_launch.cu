@@ -90,7 +90,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     TC_CU(cudaMalloc(&m.win_off, sizeof(int32_t) * (windows + 1)), "allocating win_off");
     TC_CU(cudaMalloc(&x.flags, sizeof(int)), "allocating flags");
     TC_CU(cudaMemsetAsync(x.flags, 0, sizeof(int), s), "clearing flags");
-    if ((csr || csc) && dim >= 0)
+    // With no nonzeros cuSPARSE accepts NULL arrays, so nothing is read.
+    if ((csr || csc) && nnz > 0)
         check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
                                                          in->base, x.flags);
     if (nnz == 0) {

@@ -275,10 +275,35 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
     // Software pipeline: the next block's metadata is in flight while this block's B and A
     // loads and products run.
+    // 3xTF32 promises FP32 accuracy, but the tensor cores' FP32 accumulation truncates:
+    // over hundreds of blocks the bias shows.  So every kFlush blocks the accumulators are
+    // moved into an ordinary (round-to-nearest) FP32 sum.
+    constexpr bool kFlushes = P::kSplit;
+    constexpr int kFlush = 16;
+    float total[kFlushes ? J : 1][4];
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
+    }
+    int since_flush = 0;
+
     BlockMeta m;
     if (b < b_end)
         m = load_meta(p, b, k0, k1);
     for (; b < b_end; ++b) {
+        if constexpr (kFlushes) {
+            if (++since_flush == kFlush) {
+                since_flush = 0;
+#pragma unroll
+                for (int j = 0; j < J; ++j)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        total[j][q] += acc[j][q];
+                        acc[j][q] = 0.0f;
+                    }
+            }
+        }
         T b0[J], b1[J];
         load_b<T, J>(b0, p, m.col0, n0 + (int64_t)g * J);
         load_b<T, J>(b1, p, m.col1, n0 + (int64_t)g * J);
@@ -290,6 +315,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         block_mma<P, J>(acc, a, b0, b1);
         m = next;
     }
+
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                acc[j][q] += total[j][q];
+    }
+    (void)since_flush;
 
     const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
     const float beta = p.beta_dev ? *p.beta_dev : p.beta;

@@ -402,7 +402,26 @@ Test(gpu_spmm, values_fresh_and_set_pointers)
     TC_REQUIRE_GPU();
     tc_csr m1, m2;
     cr_assert_eq(tc_gen_banded(300, 3, 1, &m1), 0);
-    cr_assert_eq(tc_gen_uniform(300, 300, 5, 2, &m2), 0);
+    /* m2: same nnz (SetPointers keeps the sizes), columns permuted c -> 7c mod 300 */
+    m2.rows = m2.cols = 300;
+    m2.nnz = m1.nnz;
+    m2.row_off = malloc(sizeof *m2.row_off * 301);
+    m2.col = malloc(sizeof *m2.col * (size_t)m1.nnz);
+    m2.val = malloc(sizeof *m2.val * (size_t)m1.nnz);
+    memcpy(m2.row_off, m1.row_off, sizeof *m2.row_off * 301);
+    for (int r = 0; r < 300; r++) {
+        int64_t b = m1.row_off[r], e = m1.row_off[r + 1];
+        for (int64_t i = b; i < e; i++) {
+            int32_t c = (int32_t)((m1.col[i] * 7) % 300), j = (int32_t)i;
+            while (j > b && m2.col[j - 1] > c) { /* insertion keeps each row sorted */
+                m2.col[j] = m2.col[j - 1];
+                j--;
+            }
+            m2.col[j] = c;
+        }
+        for (int64_t i = b; i < e; i++)
+            m2.val[i] = urand();
+    }
     const int N = 24;
     int32_t *off1 = malloc(4 * 301), *off2 = malloc(4 * 301);
     float *v1 = malloc(4 * (size_t)m1.nnz), *v2 = malloc(4 * (size_t)m2.nnz);

@@ -1,0 +1,322 @@
+/* The cuSPARSE path.  The cuSPARSE handle and the mirror descriptors are created lazily (a
+ * tcsparse handle and descriptors must work without a GPU) and cached: cuSPARSE attaches
+ * SpMM/SDDMM preprocessing data to its own descriptors, so a mirror must live as long as the
+ * tcsparse descriptor.  The mirrors are caches, which is why they are updated through const
+ * descriptors.  Pointer changes made through the tcsparse setters reach a mirror through
+ * cuSPARSE's own setters when the mirror is next used. */
+#include "error.h"
+#include "fallback.h"
+
+tcsparseStatus_t tc_handle_cusparse(tcsparseHandle_t h, cusparseHandle_t *out)
+{
+    if (h->cusp != NULL) {
+        *out = h->cusp;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        (void)cudaGetLastError();
+        return tc_error_set(TCSPARSE_STATUS_NOT_INITIALIZED, "no CUDA device available (%s)",
+                            e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
+    }
+    int dev, sms, ccmaj, ccmin;
+    tcsparseStatus_t st = tc_error_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+                           "cudaDeviceGetAttribute(MultiProcessorCount)");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cuda(cudaDeviceGetAttribute(&ccmaj, cudaDevAttrComputeCapabilityMajor, dev),
+                           "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cuda(cudaDeviceGetAttribute(&ccmin, cudaDevAttrComputeCapabilityMinor, dev),
+                           "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+
+    cusparseHandle_t c = NULL;
+    st = tc_error_cusparse(cusparseCreate(&c), "cusparseCreate");
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    st = tc_error_cusparse(cusparseSetStream(c, h->stream), "cusparseSetStream");
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_error_cusparse(cusparseSetPointerMode(c, (cusparsePointerMode_t)h->pointer_mode),
+                               "cusparseSetPointerMode");
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        cusparseDestroy(c);
+        return st;
+    }
+    h->cusp = c;
+    h->device = dev;
+    h->sm_count = sms;
+    h->cc_major = ccmaj;
+    h->cc_minor = ccmin;
+    *out = c;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+static tcsparseStatus_t tc_spmat_mirror_create(const struct tcsparseSpMatDescr *d,
+                                               cusparseSpMatDescr_t *out)
+{
+    cusparseSpMatDescr_t m = NULL;
+    cusparseIndexType_t ot = (cusparseIndexType_t)d->offsets_type;
+    cusparseIndexType_t it = (cusparseIndexType_t)d->indices_type;
+    cusparseIndexBase_t b = (cusparseIndexBase_t)d->base;
+    cusparseStatus_t s;
+    switch (d->format) {
+    case TCSPARSE_FORMAT_CSR:
+        s = cusparseCreateCsr(&m, d->rows, d->cols, d->nnz, d->offsets, d->indices, d->values, ot,
+                              it, b, d->value_type);
+        break;
+    case TCSPARSE_FORMAT_CSC:
+        s = cusparseCreateCsc(&m, d->rows, d->cols, d->nnz, d->offsets, d->indices, d->values, ot,
+                              it, b, d->value_type);
+        break;
+    case TCSPARSE_FORMAT_COO:
+        s = cusparseCreateCoo(&m, d->rows, d->cols, d->nnz, d->offsets, d->indices, d->values, it,
+                              b, d->value_type);
+        break;
+    default:
+        return tc_error_set(TCSPARSE_STATUS_INTERNAL_ERROR,
+                            "sparse descriptor with format %d has no cuSPARSE mirror",
+                            (int)d->format);
+    }
+    tcsparseStatus_t st = tc_error_cusparse(s, "cusparseCreateCsr/Csc/Coo (mirror)");
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    if (d->batch_count != 1) {
+        if (d->format == TCSPARSE_FORMAT_COO)
+            s = cusparseCooSetStridedBatch(m, d->batch_count, d->offsets_batch_stride);
+        else
+            s = cusparseCsrSetStridedBatch(m, d->batch_count, d->offsets_batch_stride,
+                                           d->values_batch_stride);
+        st = tc_error_cusparse(s, "cusparseCsr/CooSetStridedBatch (mirror)");
+        if (st != TCSPARSE_STATUS_SUCCESS) {
+            cusparseDestroySpMat(m);
+            return st;
+        }
+    }
+    *out = m;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+/* Brings the mirror's arrays in step with the descriptor.  Only a real change reaches
+ * cuSPARSE: a setter call may drop the preprocessing data that cuSPARSE keeps with it. */
+static tcsparseStatus_t tc_spmat_mirror_sync(const struct tcsparseSpMatDescr *d)
+{
+    int64_t r, c, n;
+    void *off, *idx, *val;
+    cusparseIndexType_t ot, it;
+    cusparseIndexBase_t b;
+    cudaDataType vt;
+    cusparseStatus_t s;
+    if (d->format == TCSPARSE_FORMAT_COO)
+        s = cusparseCooGet(d->cusp, &r, &c, &n, &off, &idx, &val, &it, &b, &vt);
+    else if (d->format == TCSPARSE_FORMAT_CSC)
+        s = cusparseCscGet(d->cusp, &r, &c, &n, &off, &idx, &val, &ot, &it, &b, &vt);
+    else
+        s = cusparseCsrGet(d->cusp, &r, &c, &n, &off, &idx, &val, &ot, &it, &b, &vt);
+    tcsparseStatus_t st = tc_error_cusparse(s, "cusparseCsr/Csc/CooGet (mirror)");
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    if (off != d->offsets || idx != d->indices) {
+        if (d->format == TCSPARSE_FORMAT_COO)
+            s = cusparseCooSetPointers(d->cusp, d->offsets, d->indices, d->values);
+        else if (d->format == TCSPARSE_FORMAT_CSC)
+            s = cusparseCscSetPointers(d->cusp, d->offsets, d->indices, d->values);
+        else
+            s = cusparseCsrSetPointers(d->cusp, d->offsets, d->indices, d->values);
+        return tc_error_cusparse(s, "cusparseCsr/Csc/CooSetPointers (mirror)");
+    }
+    if (val != d->values)
+        return tc_error_cusparse(cusparseSpMatSetValues(d->cusp, d->values),
+                                 "cusparseSpMatSetValues (mirror)");
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_spmat_cusparse(const struct tcsparseSpMatDescr *d, cusparseSpMatDescr_t *out)
+{
+    struct tcsparseSpMatDescr *cache = (struct tcsparseSpMatDescr *)d;
+    tcsparseStatus_t st;
+    if (cache->cusp == NULL)
+        st = tc_spmat_mirror_create(d, &cache->cusp);
+    else
+        st = tc_spmat_mirror_sync(d);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        *out = cache->cusp;
+    return st;
+}
+
+tcsparseStatus_t tc_dnmat_cusparse(const struct tcsparseDnMatDescr *d, cusparseDnMatDescr_t *out)
+{
+    struct tcsparseDnMatDescr *cache = (struct tcsparseDnMatDescr *)d;
+    tcsparseStatus_t st;
+    if (cache->cusp == NULL) {
+        cusparseDnMatDescr_t m = NULL;
+        st = tc_error_cusparse(cusparseCreateDnMat(&m, d->rows, d->cols, d->ld, d->values,
+                                                   d->value_type, (cusparseOrder_t)d->order),
+                               "cusparseCreateDnMat (mirror)");
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st;
+        if (d->batch_count != 1) {
+            st = tc_error_cusparse(cusparseDnMatSetStridedBatch(m, d->batch_count,
+                                                                d->batch_stride),
+                                   "cusparseDnMatSetStridedBatch (mirror)");
+            if (st != TCSPARSE_STATUS_SUCCESS) {
+                cusparseDestroyDnMat(m);
+                return st;
+            }
+        }
+        cache->cusp = m;
+    } else {
+        void *v;
+        st = tc_error_cusparse(cusparseDnMatGetValues(cache->cusp, &v),
+                               "cusparseDnMatGetValues (mirror)");
+        if (st == TCSPARSE_STATUS_SUCCESS && v != d->values)
+            st = tc_error_cusparse(cusparseDnMatSetValues(cache->cusp, d->values),
+                                   "cusparseDnMatSetValues (mirror)");
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st;
+    }
+    *out = cache->cusp;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+void tc_spmat_cusparse_release(struct tcsparseSpMatDescr *d)
+{
+    if (d->cusp != NULL)
+        cusparseDestroySpMat(d->cusp);
+    d->cusp = NULL;
+}
+
+void tc_dnmat_cusparse_release(struct tcsparseDnMatDescr *d)
+{
+    if (d->cusp != NULL)
+        cusparseDestroyDnMat(d->cusp);
+    d->cusp = NULL;
+}
+
+/* ---- SpMM / SDDMM: the cuSPARSE objects of one call, then the call itself. ------------- */
+
+typedef struct {
+    cusparseHandle_t h;
+    cusparseSpMatDescr_t sp;
+    cusparseDnMatDescr_t d1, d2;
+} tc_cusp_call;
+
+static tcsparseStatus_t tc_cusp_prepare(tcsparseHandle_t h, const struct tcsparseSpMatDescr *sp,
+                                        const struct tcsparseDnMatDescr *d1,
+                                        const struct tcsparseDnMatDescr *d2, tc_cusp_call *c)
+{
+    tcsparseStatus_t st = tc_handle_cusparse(h, &c->h);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_spmat_cusparse(sp, &c->sp);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_dnmat_cusparse(d1, &c->d1);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_dnmat_cusparse(d2, &c->d2);
+    return st;
+}
+
+tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                              tcsparseOperation_t opB, const void *alpha,
+                                              tcsparseConstSpMatDescr_t A,
+                                              tcsparseConstDnMatDescr_t B, const void *beta,
+                                              tcsparseDnMatDescr_t C, cudaDataType ct,
+                                              tcsparseSpMMAlg_t alg, size_t *size)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSpMM_bufferSize(c.h, (cusparseOperation_t)opA,
+                                                     (cusparseOperation_t)opB, alpha, c.sp, c.d1,
+                                                     beta, c.d2, ct, (cusparseSpMMAlg_t)alg, size),
+                             "cusparseSpMM_bufferSize");
+}
+
+tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                             tcsparseOperation_t opB, const void *alpha,
+                                             tcsparseConstSpMatDescr_t A,
+                                             tcsparseConstDnMatDescr_t B, const void *beta,
+                                             tcsparseDnMatDescr_t C, cudaDataType ct,
+                                             tcsparseSpMMAlg_t alg, void *buffer)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSpMM_preprocess(c.h, (cusparseOperation_t)opA,
+                                                     (cusparseOperation_t)opB, alpha, c.sp, c.d1,
+                                                     beta, c.d2, ct, (cusparseSpMMAlg_t)alg,
+                                                     buffer),
+                             "cusparseSpMM_preprocess");
+}
+
+tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                  tcsparseOperation_t opB, const void *alpha,
+                                  tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                  const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
+                                  tcsparseSpMMAlg_t alg, void *buffer)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSpMM(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
+                                          alpha, c.sp, c.d1, beta, c.d2, ct,
+                                          (cusparseSpMMAlg_t)alg, buffer),
+                             "cusparseSpMM");
+}
+
+tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                               tcsparseOperation_t opB, const void *alpha,
+                                               tcsparseConstDnMatDescr_t A,
+                                               tcsparseConstDnMatDescr_t B, const void *beta,
+                                               tcsparseSpMatDescr_t C, cudaDataType ct,
+                                               tcsparseSDDMMAlg_t alg, size_t *size)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSDDMM_bufferSize(c.h, (cusparseOperation_t)opA,
+                                                      (cusparseOperation_t)opB, alpha, c.d1, c.d2,
+                                                      beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
+                                                      size),
+                             "cusparseSDDMM_bufferSize");
+}
+
+tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                              tcsparseOperation_t opB, const void *alpha,
+                                              tcsparseConstDnMatDescr_t A,
+                                              tcsparseConstDnMatDescr_t B, const void *beta,
+                                              tcsparseSpMatDescr_t C, cudaDataType ct,
+                                              tcsparseSDDMMAlg_t alg, void *buffer)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSDDMM_preprocess(c.h, (cusparseOperation_t)opA,
+                                                      (cusparseOperation_t)opB, alpha, c.d1, c.d2,
+                                                      beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
+                                                      buffer),
+                             "cusparseSDDMM_preprocess");
+}
+
+tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                   tcsparseOperation_t opB, const void *alpha,
+                                   tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                   const void *beta, tcsparseSpMatDescr_t C, cudaDataType ct,
+                                   tcsparseSDDMMAlg_t alg, void *buffer)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    return tc_error_cusparse(cusparseSDDMM(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
+                                           alpha, c.d1, c.d2, beta, c.sp, ct,
+                                           (cusparseSDDMMAlg_t)alg, buffer),
+                             "cusparseSDDMM");
+}

@@ -1,0 +1,74 @@
+/* Statistics of a built ME-TCF and its reconstruction to CSR (the test oracle's inverse). */
+#include <string.h>
+#include "metcf.h"
+
+/* Histogram bucket of a window with b blocks: 0, 1, 2, 3-4, 5-8, ..., i.e. 1 + ceil(log2 b)
+ * for b >= 1, the last bucket open-ended. */
+static int hist_bucket(int64_t b)
+{
+    if (b <= 0)
+        return 0;
+    int k = 1;
+    for (int64_t cap = 1; cap < b && k < 15; cap <<= 1)
+        k++;
+    return k;
+}
+
+void tc_metcf_stats(const tc_metcf *m, tcsparseMetcfStats_t *st)
+{
+    if (st == NULL)
+        return;
+    memset(st, 0, sizeof *st);
+    if (m == NULL)
+        return;
+    st->rows = m->rows;
+    st->cols = m->cols;
+    st->nnz = m->nnz;
+    st->windows = m->windows;
+    st->blocks = m->blocks;
+    for (int64_t w = 0; w < m->windows; w++) {
+        int64_t b = m->win_off[w + 1] - m->win_off[w];
+        if (b == 0)
+            st->empty_windows++;
+        if (b > st->max_blocks_per_window)
+            st->max_blocks_per_window = b;
+        st->blocks_per_window_hist[hist_bucket(b)]++;
+    }
+    st->mean_nnz_per_block = m->blocks > 0 ? (double)m->nnz / (double)m->blocks : 0.0;
+    st->mean_blocks_per_window =
+        m->windows > 0 ? (double)m->blocks / (double)m->windows : 0.0;
+    /* The device layout: int32 everywhere except blk_off and the value index, which widen
+     * once nonzero positions no longer fit in int32. */
+    const int64_t wide = m->nnz >= ((int64_t)1 << 31) ? 8 : 4;
+    st->metcf_bytes = 4 * (m->windows + 1) + wide * (m->blocks + 1) + m->nnz +
+                      4 * TC_BLK_COLS * m->blocks + wide * m->nnz;
+    st->csr_bytes = 4 * (m->rows + 1) + 4 * m->nnz;
+}
+
+void tc_metcf_to_csr(const tc_metcf *m, int64_t *row_off, int64_t *col, int64_t *val_idx)
+{
+    if (m == NULL || row_off == NULL)
+        return;
+    /* Count per row into row_off[r+1], prefix, scatter with row_off[r] as the cursor (which
+     * moves it to row r+1's start), then shift back.  Blocks of a window come in ascending
+     * column order and each block in (row, column) order, so the scatter leaves every row's
+     * columns ascending. */
+    memset(row_off, 0, (size_t)(m->rows + 1) * sizeof *row_off);
+    for (int64_t w = 0; w < m->windows; w++)
+        for (int64_t b = m->win_off[w]; b < m->win_off[w + 1]; b++)
+            for (int64_t k = m->blk_off[b]; k < m->blk_off[b + 1]; k++)
+                row_off[w * TC_WIN_ROWS + (m->blk_pos[k] >> 3) + 1]++;
+    for (int64_t r = 0; r < m->rows; r++)
+        row_off[r + 1] += row_off[r];
+    for (int64_t w = 0; w < m->windows; w++)
+        for (int64_t b = m->win_off[w]; b < m->win_off[w + 1]; b++)
+            for (int64_t k = m->blk_off[b]; k < m->blk_off[b + 1]; k++) {
+                int64_t r = w * TC_WIN_ROWS + (m->blk_pos[k] >> 3);
+                int64_t s = row_off[r]++;
+                col[s] = m->blk_col[b * TC_BLK_COLS + (m->blk_pos[k] & 7)];
+                val_idx[s] = m->val_idx[k];
+            }
+    for (int64_t r = m->rows; r > 0; r--)
+        row_off[r] = row_off[r - 1];
+    row_off[0] = 0;
+}

@@ -1,0 +1,64 @@
+/* Helpers shared by the test programs: GPU detection, CPU references that accumulate in
+ * double, an error measure and a deterministic random number generator.
+ *
+ * Dense matrices in the references are described by tc_ref_dense: element (i, j) is at
+ * val[i + j*ld] in column order and at val[i*ld + j] in row order, as in the library.
+ * Sparse matrices are gen.h's tc_csr: 0-based, int64 row offsets, int32 columns, double
+ * values; columns need not be sorted. */
+#ifndef TC_TESTUTIL_H
+#define TC_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tcsparse.h"
+#include "gen.h"
+
+/* 1 when at least one CUDA device can be used; otherwise 0 with the reason (the CUDA error,
+ * or "no device") written to why[n]. */
+int tc_test_gpu_available(char *why, size_t n);
+
+/* First statement of a GPU test: skips it (Criterion's cr_skip_test, so the including file
+ * must include <criterion/criterion.h>) when no CUDA device can be used. */
+#define TC_REQUIRE_GPU()                                                                       \
+    do {                                                                                       \
+        char tc_why_[200];                                                                     \
+        if (!tc_test_gpu_available(tc_why_, sizeof tc_why_))                                   \
+            cr_skip_test("no CUDA device: %s", tc_why_);                                       \
+    } while (0)
+
+typedef struct {
+    int64_t rows, cols, ld;
+    tcsparseOrder_t order;
+    double *val;
+} tc_ref_dense;
+
+/* Offset of element (i, j) of d in d->val. */
+static inline size_t tc_ref_at(const tc_ref_dense *d, int64_t i, int64_t j)
+{
+    return d->order == TCSPARSE_ORDER_COL ? (size_t)(i + j * d->ld) : (size_t)(i * d->ld + j);
+}
+
+/* C = alpha·op(A)·op(B) + beta·C in double.  op(A) is A (NON_TRANSPOSE) or Aᵀ (TRANSPOSE and
+ * CONJUGATE_TRANSPOSE: the values are real); likewise op(B).  Sizes must agree: C is
+ * rows(op(A)) x cols(op(B)).  With beta == 0, C is not read (it may hold NaN), as in
+ * cuSPARSE.  Elements of C outside its rows x cols (padding up to ld) are left alone. */
+void tc_ref_spmm(tcsparseOperation_t opA, tcsparseOperation_t opB, double alpha, const tc_csr *A,
+                 const tc_ref_dense *B, double beta, tc_ref_dense *C);
+
+/* SDDMM on C's pattern: for each nonzero p = (i, j) of C,
+ * out[p] = alpha·(op(A)·op(B))(i, j) + beta·C->val[p], with op(A) rows(C) x K and
+ * op(B) K x cols(C).  C->val is not read when beta == 0; out may be C->val. */
+void tc_ref_sddmm(tcsparseOperation_t opA, tcsparseOperation_t opB, double alpha,
+                  const tc_ref_dense *A, const tc_ref_dense *B, double beta, const tc_csr *C,
+                  double *out);
+
+/* ||out - ref||₂ / ||ref||₂ over n elements; the absolute ||out||₂ when ref is all zeros;
+ * +inf when any out[i] is NaN or infinite (a poisoned element that was never written). */
+double tc_rel_err(const double *ref, const double *out, size_t n);
+
+/* splitmix64: the same seed gives the same sequence on every machine. */
+uint64_t tc_test_rand_u64(uint64_t *state);
+/* Uniform in [-1, 1), 53 random bits. */
+double tc_test_rand_uniform(uint64_t *state);
+
+#endif
