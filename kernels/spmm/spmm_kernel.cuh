@@ -288,12 +288,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
     int since_flush = 0;
 
-    BlockMeta m;
+    // Two blocks per iteration, and the metadata of the next two in flight while this pair's
+    // B and A loads and products run: each warp keeps several independent global loads
+    // outstanding, which is what a gather-bound kernel lives on.
+    const int64_t ncol = n0 + (int64_t)g * J;
+    BlockMeta m0, m1;
     if (b < b_end)
-        m = load_meta(p, b, k0, k1);
-    for (; b < b_end; ++b) {
+        m0 = load_meta(p, b, k0, k1);
+    if (b + 1 < b_end)
+        m1 = load_meta(p, b + 1, k0, k1);
+    for (; b < b_end; b += 2) {
+        const bool two = b + 1 < b_end;
         if constexpr (kFlushes) {
-            if (++since_flush == kFlush) {
+            since_flush += 2;
+            if (since_flush >= kFlush) {
                 since_flush = 0;
 #pragma unroll
                 for (int j = 0; j < J; ++j)
@@ -304,16 +312,32 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                     }
             }
         }
-        T b0[J], b1[J];
-        load_b<T, J>(b0, p, m.col0, n0 + (int64_t)g * J);
-        load_b<T, J>(b1, p, m.col1, n0 + (int64_t)g * J);
-        float a[4] = {a_value<T>(p, m, false, g * 8 + k0), a_value<T>(p, m, true, g * 8 + k0),
-                      a_value<T>(p, m, false, g * 8 + k1), a_value<T>(p, m, true, g * 8 + k1)};
-        BlockMeta next = m;
-        if (b + 1 < b_end)
-            next = load_meta(p, b + 1, k0, k1);
-        block_mma<P, J>(acc, a, b0, b1);
-        m = next;
+        T b00[J], b01[J], b10[J], b11[J];
+        load_b<T, J>(b00, p, m0.col0, ncol);
+        load_b<T, J>(b01, p, m0.col1, ncol);
+        if (two) {
+            load_b<T, J>(b10, p, m1.col0, ncol);
+            load_b<T, J>(b11, p, m1.col1, ncol);
+        }
+        float a0[4] = {a_value<T>(p, m0, false, g * 8 + k0), a_value<T>(p, m0, true, g * 8 + k0),
+                       a_value<T>(p, m0, false, g * 8 + k1), a_value<T>(p, m0, true, g * 8 + k1)};
+        float a1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (two) {
+            a1[0] = a_value<T>(p, m1, false, g * 8 + k0);
+            a1[1] = a_value<T>(p, m1, true, g * 8 + k0);
+            a1[2] = a_value<T>(p, m1, false, g * 8 + k1);
+            a1[3] = a_value<T>(p, m1, true, g * 8 + k1);
+        }
+        BlockMeta next0 = m0, next1 = m1;
+        if (b + 2 < b_end)
+            next0 = load_meta(p, b + 2, k0, k1);
+        if (b + 3 < b_end)
+            next1 = load_meta(p, b + 3, k0, k1);
+        block_mma<P, J>(acc, a0, b00, b01);
+        if (two)
+            block_mma<P, J>(acc, a1, b10, b11);
+        m0 = next0;
+        m1 = next1;
     }
 
     if constexpr (kFlushes) {

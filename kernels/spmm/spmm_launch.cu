@@ -1,5 +1,6 @@
 // Launchers of the tensor-core SpMM: the one place that picks an instantiation.
 #include <cstdio>
+#include <cstdlib>
 #include "../kernels.h"
 #include "spmm_kernel.cuh"
 
@@ -18,7 +19,19 @@ struct Inst {
 };
 
 // FP32 uses J = 4 (32 columns per warp) for N <= 32, J = 8 otherwise; 16-bit types J = 8.
-int pick_j(const tc_spmm_args *a) { return (a->ab_type == TC_T_F32 && a->N <= 32) ? 4 : 8; }
+// TCSPARSE_SPMM_J=4|8 overrides the FP32 choice (a tuning knob for tcsparse-bench).
+int pick_j(const tc_spmm_args *a)
+{
+    static const int forced = [] {
+        const char *e = getenv("TCSPARSE_SPMM_J");
+        return e ? atoi(e) : 0;
+    }();
+    if (a->ab_type != TC_T_F32)
+        return 8;
+    if (forced == 4 || forced == 8)
+        return forced;
+    return a->N <= 32 ? 4 : 8;
+}
 
 void *pick_kernel(const tc_spmm_args *a, bool balanced, const char **name)
 {
