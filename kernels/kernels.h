@@ -33,7 +33,6 @@ typedef struct {
     uint8_t *blk_pos;   /* nnz */
     int32_t *blk_col;   /* blocks*8, -1 = padding */
     int32_t *val_idx;   /* nnz: position in the caller's values array */
-    unsigned long long *blk_mask; /* blocks*2: bit row*8+col of rows 0-7, then rows 8-15 */
 } tc_dev_metcf;
 
 /* Builds ME-TCF on the GPU (stream-ordered, synchronises the stream twice: once to size

@@ -477,7 +477,7 @@ tcsparseStatus_t tcsparseConstSpMatGetValues(tcsparseConstSpMatDescr_t spMatDesc
                                              const void **values)
 {
     tc_error_clear();
-    void *v;
+    void *v = NULL;
     tcsparseStatus_t st =
         tc_spmat_get_values("tcsparseConstSpMatGetValues", spMatDescr, values ? &v : NULL);
     if (st == TCSPARSE_STATUS_SUCCESS)

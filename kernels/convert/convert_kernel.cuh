@@ -127,11 +127,11 @@ __global__ void window_blocks(const unsigned long long *keys, const int32_t *dis
     dfirst[w] = e > s ? dist[s] : 0;
 }
 
-// Block and position of every nonzero; column ids and occupancy bits of every block.
+// Block and position of every nonzero; the column ids of every block.
 __global__ void place(const unsigned long long *keys, const int32_t *vals, const int32_t *dist,
                       const int32_t *head, const int32_t *win_off, const int32_t *dfirst,
-                      int64_t nnz, int shift, int32_t *blk_col, unsigned long long *mask,
-                      unsigned long long *keys2, int32_t *vals2)
+                      int64_t nnz, int shift, int32_t *blk_col, unsigned long long *keys2,
+                      int32_t *vals2)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nnz)
@@ -145,7 +145,6 @@ __global__ void place(const unsigned long long *keys, const int32_t *vals, const
     int pos = row * 8 + cc;
     if (head[i])
         blk_col[(int64_t)blk * 8 + cc] = (int32_t)((k >> 4) & ((1ull << (shift - 4)) - 1));
-    atomicOr(&mask[(int64_t)blk * 2 + (pos >> 6)], 1ull << (pos & 63));
     keys2[i] = ((unsigned long long)blk << 7) | (unsigned long long)pos;
     vals2[i] = vals[i];
 }

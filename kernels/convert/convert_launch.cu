@@ -55,7 +55,7 @@ tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
 extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 {
     cudaFree(m->win_off); cudaFree(m->blk_off); cudaFree(m->blk_pos);
-    cudaFree(m->blk_col); cudaFree(m->val_idx); cudaFree(m->blk_mask);
+    cudaFree(m->blk_col); cudaFree(m->val_idx);
     *m = tc_dev_metcf{};
 }
 
@@ -152,15 +152,13 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
 
         TC_CU(cudaMalloc(&m.blk_off, sizeof(int32_t) * ((int64_t)m.blocks + 1)), "allocating blk_off");
         TC_CU(cudaMalloc(&m.blk_col, sizeof(int32_t) * 8 * (int64_t)m.blocks), "allocating blk_col");
-        TC_CU(cudaMalloc(&m.blk_mask, 16 * (int64_t)m.blocks), "allocating blk_mask");
         TC_CU(cudaMalloc(&m.blk_pos, nnz), "allocating blk_pos");
         TC_CU(cudaMalloc(&m.val_idx, 4 * nnz), "allocating val_idx");
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (int64_t)m.blocks, s), "padding");
-        TC_CU(cudaMemsetAsync(m.blk_mask, 0, 16 * (int64_t)m.blocks, s), "masks");
         unsigned long long *k2 = x.k[cur ^ 1];
         int32_t *v2 = x.v[cur ^ 1];
         place<<<grid_for(nnz, T), T, 0, s>>>(k1, v1, x.dist, x.head, m.win_off, x.dfirst, nnz,
-                                             shift, m.blk_col, m.blk_mask, k2, v2);
+                                             shift, m.blk_col, k2, v2);
         TC_CU(cudaGetLastError(), "launching place");
         bbits = bits_for((int64_t)m.blocks + 1);
         {

@@ -11,7 +11,6 @@
 
 namespace tc {
 
-constexpr int kWarpsPerBlock = 4;   // thread block = 4 independent warps
 constexpr int kWinRows = 16;
 constexpr int kBlkCols = 8;
 

@@ -1,11 +1,7 @@
-// Tensor-core SpMM on ME-TCF: C = alpha * A * B + beta * C, B and C row-major.
-//
-// Work unit: one warp = (row window or chunk of one, slice of WARP_N columns).  Warps never
-// share data, so there is no shared memory and no barrier: the A fragment of each 16x8
-// block is rebuilt in registers from its 128-bit occupancy mask (a lane finds its value's
-// position by counting the mask bits below it), and the B fragment is two 16-byte-aligned
-// row pieces per lane.  Values are gathered through val_idx on every call, so values the
-// caller rewrites in place are always seen.
+// Tensor-core SpMM on ME-TCF, C = alpha * A * B + beta * C with B and C row-major: the
+// parameters and the per-warp pieces (B loads, one block's products, the epilogue) that the
+// kernel in spmm_kernel_cta.cuh is assembled from.  Values are gathered through val_idx on
+// every call, so values the caller rewrites in place are always seen.
 #pragma once
 #include <cstdint>
 #include "spmm_config.cuh"
@@ -15,7 +11,7 @@ namespace tc {
 struct SpmmParams {
     int64_t M, N;
     const int32_t *win_off, *blk_off, *blk_col, *val_idx;
-    const ulonglong2 *blk_mask;
+    const uint8_t *blk_pos;
     const void *a_val;
     const void *B;
     int64_t ldb;
@@ -25,7 +21,7 @@ struct SpmmParams {
     float alpha, beta;
     const int4 *chunks;   // balanced kernel only
     int32_t items;        // windows (base) or chunks (balanced)
-    int32_t n_slices;     // ceil(N / WARP_N)
+    int32_t n_slices;     // ceil(N / (warps per block * WARP_N))
     int b_vec, c_vec;     // 16-byte vector access allowed (alignment of pointers and ld)
 };
 
@@ -97,37 +93,6 @@ __device__ __forceinline__ void mma_16<__nv_bfloat16>(float (&d)[4], const uint3
 }
 
 // ---- per-block loads ------------------------------------------------------------------
-
-struct BlockMeta {
-    unsigned long long lo, hi; // occupancy of rows 0-7 and 8-15
-    int32_t col0, col1;        // original columns of this lane's two k slots (-1 = padding)
-    int32_t first;             // first nonzero of the block
-};
-
-__device__ __forceinline__ BlockMeta load_meta(const SpmmParams &p, int32_t b, int k0, int k1)
-{
-    BlockMeta m;
-    ulonglong2 mk = __ldg(&p.blk_mask[b]);
-    m.lo = mk.x;
-    m.hi = mk.y;
-    m.col0 = __ldg(&p.blk_col[(int64_t)b * kBlkCols + k0]);
-    m.col1 = __ldg(&p.blk_col[(int64_t)b * kBlkCols + k1]);
-    m.first = __ldg(&p.blk_off[b]);
-    return m;
-}
-
-// Value of A at bit `bit` of word w (the other word's population comes first when hi).
-template <class T>
-__device__ __forceinline__ float a_value(const SpmmParams &p, const BlockMeta &m, bool hi,
-                                         int bit)
-{
-    unsigned long long w = hi ? m.hi : m.lo;
-    if (!((w >> bit) & 1ull))
-        return 0.0f;
-    int before = __popcll(w & ((1ull << bit) - 1ull)) + (hi ? __popcll(m.lo) : 0);
-    int32_t src = __ldg(&p.val_idx[m.first + before]);
-    return to_f(static_cast<const T *>(p.a_val)[src]);
-}
 
 // J consecutive elements of B row `row` from column `col`; zeros for padding columns and
 // past N.  A padding column never forms a pointer into B.
@@ -241,127 +206,6 @@ __device__ __forceinline__ void store_row(const SpmmParams &p, int64_t row, int6
 }
 
 // ---- the kernel ---------------------------------------------------------------------------
-
-template <class P, class CT, int J, bool kBalanced>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    spmm_kernel(const SpmmParams p)
-{
-    using T = typename P::T;
-    using S = Shape<P, J>;
-    const int lane = threadIdx.x & 31;
-    const int64_t task = (int64_t)blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
-    const int32_t item = (int32_t)(task / p.n_slices);
-    if (item >= p.items)
-        return;
-    const int64_t n0 = (task % p.n_slices) * S::kWarpN;
-    const int g = lane >> 2, t = lane & 3;
-    // this lane's two k slots of a block: TF32 uses (t, t+4), 16-bit types (2t, 2t+1)
-    const int k0 = P::kHalf ? 2 * t : t;
-    const int k1 = P::kHalf ? 2 * t + 1 : t + 4;
-
-    int32_t win, b, b_end;
-    bool atomic = false;
-    if constexpr (kBalanced) {
-        int4 ch = p.chunks[item];
-        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
-    } else {
-        win = item; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
-    }
-
-    float acc[J][4];
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-
-    // Software pipeline: the next block's metadata is in flight while this block's B and A
-    // loads and products run.
-    // 3xTF32 promises FP32 accuracy, but the tensor cores' FP32 accumulation truncates:
-    // over hundreds of blocks the bias shows.  So every kFlush blocks the accumulators are
-    // moved into an ordinary (round-to-nearest) FP32 sum.
-    constexpr bool kFlushes = P::kSplit;
-    constexpr int kFlush = 16;
-    float total[kFlushes ? J : 1][4];
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
-    }
-    int since_flush = 0;
-
-    // Two blocks per iteration, and the metadata of the next two in flight while this pair's
-    // B and A loads and products run: each warp keeps several independent global loads
-    // outstanding, which is what a gather-bound kernel lives on.
-    const int64_t ncol = n0 + (int64_t)g * J;
-    BlockMeta m0, m1;
-    if (b < b_end)
-        m0 = load_meta(p, b, k0, k1);
-    if (b + 1 < b_end)
-        m1 = load_meta(p, b + 1, k0, k1);
-    for (; b < b_end; b += 2) {
-        const bool two = b + 1 < b_end;
-        if constexpr (kFlushes) {
-            since_flush += 2;
-            if (since_flush >= kFlush) {
-                since_flush = 0;
-#pragma unroll
-                for (int j = 0; j < J; ++j)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        total[j][q] += acc[j][q];
-                        acc[j][q] = 0.0f;
-                    }
-            }
-        }
-        T b00[J], b01[J], b10[J], b11[J];
-        load_b<T, J>(b00, p, m0.col0, ncol);
-        load_b<T, J>(b01, p, m0.col1, ncol);
-        if (two) {
-            load_b<T, J>(b10, p, m1.col0, ncol);
-            load_b<T, J>(b11, p, m1.col1, ncol);
-        }
-        float a0[4] = {a_value<T>(p, m0, false, g * 8 + k0), a_value<T>(p, m0, true, g * 8 + k0),
-                       a_value<T>(p, m0, false, g * 8 + k1), a_value<T>(p, m0, true, g * 8 + k1)};
-        float a1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (two) {
-            a1[0] = a_value<T>(p, m1, false, g * 8 + k0);
-            a1[1] = a_value<T>(p, m1, true, g * 8 + k0);
-            a1[2] = a_value<T>(p, m1, false, g * 8 + k1);
-            a1[3] = a_value<T>(p, m1, true, g * 8 + k1);
-        }
-        BlockMeta next0 = m0, next1 = m1;
-        if (b + 2 < b_end)
-            next0 = load_meta(p, b + 2, k0, k1);
-        if (b + 3 < b_end)
-            next1 = load_meta(p, b + 3, k0, k1);
-        block_mma<P, J>(acc, a0, b00, b01);
-        if (two)
-            block_mma<P, J>(acc, a1, b10, b11);
-        m0 = next0;
-        m1 = next1;
-    }
-
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                acc[j][q] += total[j][q];
-    }
-    (void)since_flush;
-
-    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
-    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    float r0[2 * J], r1[2 * J];
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
-        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
-    }
-    const int64_t col = n0 + (int64_t)2 * t * J;
-    const int64_t row = (int64_t)win * kWinRows + g;
-    store_row<CT, 2 * J>(p, row, col, r0, alpha, beta, atomic);
-    store_row<CT, 2 * J>(p, row + 8, col, r1, alpha, beta, atomic);
-}
 
 // C = beta * C on the rows of the windows listed (those the balanced kernel accumulates into
 // atomically).  beta = 0 writes zeros without reading C.

@@ -2,35 +2,45 @@
 #include <cstdio>
 #include <cstdlib>
 #include "../kernels.h"
-#include "spmm_kernel.cuh"
+#include "spmm_kernel_cta.cuh"
 
 namespace {
 
 using namespace tc;
 
-// Instantiations: every (precision, output type, J) the router can ask for, each in a base
-// and a balanced form.
+// Instantiations: every (precision, output type, J) the router can ask for, base and balanced.
 template <class P, class CT, int J>
 struct Inst {
     static void *fn(bool balanced)
     {
-        return balanced ? (void *)spmm_kernel<P, CT, J, true> : (void *)spmm_kernel<P, CT, J, false>;
+        return balanced ? (void *)spmm_cta_kernel<P, CT, J, true>
+                        : (void *)spmm_cta_kernel<P, CT, J, false>;
     }
 };
 
-// FP32 uses J = 4 (32 columns per warp) for N <= 32, J = 8 otherwise; 16-bit types J = 8.
-// TCSPARSE_SPMM_J=4|8 overrides the FP32 choice (a tuning knob for tcsparse-bench).
+int env_int(const char *name)
+{
+    const char *e = getenv(name);
+    return e ? atoi(e) : 0;
+}
+
+// FP32: J = 4 (32 columns per warp: 80-96 registers; J = 8 needs 128-165 and was no faster
+// on the H100), 16-bit types J = 8 (16-byte B pieces).  TCSPARSE_SPMM_J=8 forces FP32 to 8,
+// a tuning knob for tcsparse-bench.
 int pick_j(const tc_spmm_args *a)
 {
-    static const int forced = [] {
-        const char *e = getenv("TCSPARSE_SPMM_J");
-        return e ? atoi(e) : 0;
-    }();
+    static const int forced = env_int("TCSPARSE_SPMM_J");
     if (a->ab_type != TC_T_F32)
         return 8;
-    if (forced == 4 || forced == 8)
-        return forced;
-    return a->N <= 32 ? 4 : 8;
+    return forced == 8 ? 8 : 4;
+}
+
+// Warps per thread block of the thread-block form: enough to cover N, at most 4.
+int cta_warps(const tc_spmm_args *a)
+{
+    const int64_t warp_n = 8 * pick_j(a);
+    const int64_t w = (a->N + warp_n - 1) / warp_n;
+    return w < kMaxCtaWarps ? (int)(w > 0 ? w : 1) : kMaxCtaWarps;
 }
 
 void *pick_kernel(const tc_spmm_args *a, bool balanced, const char **name)
@@ -65,13 +75,13 @@ SpmmParams make_params(const tc_spmm_args *a)
     const tc_dev_metcf *m = a->plan;
     p.M = a->M; p.N = a->N;
     p.win_off = m->win_off; p.blk_off = m->blk_off; p.blk_col = m->blk_col;
-    p.val_idx = m->val_idx; p.blk_mask = reinterpret_cast<const ulonglong2 *>(m->blk_mask);
+    p.val_idx = m->val_idx; p.blk_pos = m->blk_pos;
     p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     p.chunks = reinterpret_cast<const int4 *>(a->chunks);
     p.items = a->chunks ? a->nchunks : m->windows;
-    const int warp_n = 8 * pick_j(a);
-    p.n_slices = (int32_t)((a->N + warp_n - 1) / warp_n);
+    const int64_t slice_n = 8 * pick_j(a) * cta_warps(a);
+    p.n_slices = (int32_t)((a->N + slice_n - 1) / slice_n);
     p.b_vec = aligned16(a->B) && (a->ldb * elem_size(a->ab_type)) % 16 == 0;
     p.c_vec = aligned16(a->C) && (a->ldc * elem_size(a->c_type)) % 16 == 0;
     return p;
@@ -99,9 +109,9 @@ extern "C" tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_
 {
     const char *name;
     void *fn = pick_kernel(a, a->chunks != nullptr, &name);
-    *warps_per_block = kWarpsPerBlock;
+    *warps_per_block = cta_warps(a);
     cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fn,
-                                                                  kWarpsPerBlock * 32, 0);
+                                                                  *warps_per_block * 32, 0);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return TCSPARSE_STATUS_ARCH_MISMATCH;
@@ -130,12 +140,11 @@ extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s
         else
             launch_scale<__nv_bfloat16>(p, a->split_windows, a->nsplit, s);
     }
-    int64_t tasks = (int64_t)p.items * p.n_slices;
-    int64_t grid = (tasks + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    if (grid > 0) {
+    // one thread block per item (window or chunk) and column slice
+    const dim3 grid((unsigned)p.items, (unsigned)p.n_slices), block(cta_warps(a) * 32);
+    if (grid.x > 0 && grid.y > 0) {
         void *args[] = {&p};
-        cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)grid), dim3(kWarpsPerBlock * 32),
-                                         args, 0, s);
+        cudaError_t e = cudaLaunchKernel(fn, grid, block, args, 0, s);
         if (e == cudaSuccess)
             e = cudaGetLastError();
         if (e != cudaSuccess) {

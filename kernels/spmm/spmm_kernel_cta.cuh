@@ -1,0 +1,141 @@
+// Tensor-core SpMM, thread-block form: one thread block = one work item (a row window, or a
+// chunk of one for the balanced schedule) times a slice of warps * WARP_N columns.
+//
+// Why: were every warp to fetch every block's metadata and values itself, each through two
+// dependent global loads (mask -> val_idx -> value), a warp would spend most of its time
+// waiting (measured: a warp-per-window form was 1.3x slower in FP16, equal in TF32).  Here the
+// block stages up to kStage blocks at once: metadata and values are read with coalesced loads
+// by all threads, A is scattered into dense 16x8 tiles in shared memory, and then every warp
+// issues the B loads of several blocks back to back (their columns are all known), so one
+// memory latency is paid per group of blocks instead of two or three per block.
+#pragma once
+#include "spmm_kernel.cuh"
+
+namespace tc {
+
+constexpr int kStage = 8;       // blocks staged in shared memory at a time
+constexpr int kGroup = 4;       // blocks whose B loads a warp issues together
+constexpr int kMaxCtaWarps = 4;
+
+static_assert(kStage % kGroup == 0, "a stage is whole groups");
+
+struct alignas(16) CtaSmem {
+    float a[kStage][kWinRows * kBlkCols]; // dense A tiles, row-major 16x8
+    int32_t col[kStage][kBlkCols];
+    int32_t off[kStage + 1];              // nonzero range of each staged block
+};
+
+template <class P, class CT, int J, bool kBalanced>
+__global__ void __launch_bounds__(kMaxCtaWarps * 32)
+    spmm_cta_kernel(const SpmmParams p)
+{
+    using T = typename P::T;
+    using S = Shape<P, J>;
+    __shared__ CtaSmem sm;
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int k0 = P::kHalf ? 2 * t : t;
+    const int k1 = P::kHalf ? 2 * t + 1 : t + 4;
+    const int64_t n0 = ((int64_t)blockIdx.y * (nthreads >> 5) + warp) * S::kWarpN;
+    const int64_t ncol = n0 + (int64_t)g * J;
+
+    int32_t win, b, b_end;
+    bool atomic = false;
+    if constexpr (kBalanced) {
+        int4 ch = p.chunks[blockIdx.x];
+        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
+    } else {
+        win = blockIdx.x; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
+    }
+
+    float acc[J][4];
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    // 3xTF32 promises FP32 accuracy, but the tensor cores' FP32 accumulation truncates: over
+    // hundreds of blocks the bias shows (2.5e-5 on a 4099-nonzero row).  So after every stage
+    // the accumulators are moved into an ordinary round-to-nearest FP32 sum.
+    constexpr bool kFlushes = P::kSplit;
+    float total[kFlushes ? J : 1][4];
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
+    }
+
+    for (; b < b_end; b += kStage) {
+        const int nb = b_end - b < kStage ? b_end - b : kStage;
+        __syncthreads(); // the previous stage's tiles have been read
+        for (int i = tid; i < nb * kWinRows * kBlkCols / 4; i += nthreads)
+            reinterpret_cast<float4 *>(&sm.a[0][0])[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int i = tid; i < nb * kBlkCols; i += nthreads)
+            sm.col[0][i] = __ldg(&p.blk_col[(int64_t)b * kBlkCols + i]);
+        for (int i = tid; i <= nb; i += nthreads)
+            sm.off[i] = __ldg(&p.blk_off[b + i]);
+        __syncthreads();
+        const int32_t e0 = sm.off[0], e1 = sm.off[nb];
+        for (int32_t e = e0 + tid; e < e1; e += nthreads) {
+            int k = 0;
+#pragma unroll
+            for (int q = 1; q < kStage; ++q)
+                k += (q < nb && sm.off[q] <= e);
+            const T v = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
+            sm.a[k][__ldg(&p.blk_pos[e])] = to_f(v);
+        }
+        __syncthreads();
+
+#pragma unroll
+        for (int k = 0; k < kStage; k += kGroup) {
+            if (k >= nb)
+                break;
+            T bv[kGroup][2][J];
+#pragma unroll
+            for (int u = 0; u < kGroup; ++u) {
+                const bool live = k + u < nb;
+                load_b<T, J>(bv[u][0], p, live ? sm.col[k + u][k0] : -1, ncol);
+                load_b<T, J>(bv[u][1], p, live ? sm.col[k + u][k1] : -1, ncol);
+            }
+#pragma unroll
+            for (int u = 0; u < kGroup; ++u) {
+                if (k + u >= nb)
+                    break;
+                const float *tile = sm.a[k + u];
+                const float a[4] = {tile[g * 8 + k0], tile[(g + 8) * 8 + k0], tile[g * 8 + k1],
+                                    tile[(g + 8) * 8 + k1]};
+                block_mma<P, J>(acc, a, bv[u][0], bv[u][1]);
+            }
+        }
+        if constexpr (kFlushes) {
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    total[j][q] += acc[j][q];
+                    acc[j][q] = 0.0f;
+                }
+        }
+    }
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                acc[j][q] += total[j][q];
+    }
+
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    float r0[2 * J], r1[2 * J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
+        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
+    }
+    const int64_t col = n0 + (int64_t)2 * t * J;
+    const int64_t row = (int64_t)win * kWinRows + g;
+    store_row<CT, 2 * J>(p, row, col, r0, alpha, beta, atomic);
+    store_row<CT, 2 * J>(p, row + 8, col, r1, alpha, beta, atomic);
+}
+
+} // namespace tc
