@@ -8,8 +8,13 @@
 #include "metcf.h"
 #include "plan.h"
 
-/* Longest run of blocks one warp of the balanced kernel takes from a window. */
-#define TC_CHUNK_BLOCKS 16
+/* Longest run of blocks one thread block of the balanced kernel takes from a window: about
+ * four waves of chunks over the GPU, within [16, 128] blocks and a multiple of the kernel's
+ * 8-block stage (measured on the H100: 16 suits small matrices, 64 large ones, where fewer
+ * chunks mean fewer atomic additions into C). */
+#define TC_CHUNK_MIN 16
+#define TC_CHUNK_MAX 128
+#define TC_CHUNK_SLOTS_PER_SM 24
 
 static double tc_now_ms(void)
 {
@@ -23,8 +28,7 @@ static void tc_plan_free(struct tc_plan *p)
     if (p == NULL)
         return;
     tc_dev_metcf_free(&p->dev);
-    cudaFree(p->chunks);
-    cudaFree(p->split_windows);
+    cudaFree(p->chunks); /* split_windows lives in the same allocation */
     free(p);
 }
 
@@ -35,7 +39,7 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
 }
 
 /* Statistics and the balanced schedule need the window offsets on the host once. */
-static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s)
+static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s, int sm_count)
 {
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     const int64_t W = p->dev.windows;
@@ -60,11 +64,17 @@ static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s)
     tc_metcf_stats(&shell, &p->stats);
 
     /* Every window gets at least one chunk, so that empty windows still write beta*C. */
-    p->chunk_blocks = TC_CHUNK_BLOCKS;
+    int64_t want = p->dev.blocks / ((int64_t)(sm_count > 0 ? sm_count : 132) * TC_CHUNK_SLOTS_PER_SM);
+    want = (want + 7) / 8 * 8;
+    p->chunk_blocks = (int32_t)(want < TC_CHUNK_MIN ? TC_CHUNK_MIN : want > TC_CHUNK_MAX ? TC_CHUNK_MAX : want);
+    const char *ce = getenv("TCSPARSE_CHUNK_BLOCKS"); /* tuning knob for tcsparse-bench */
+    if (ce != NULL && atoi(ce) >= 1)
+        p->chunk_blocks = atoi(ce);
+    const int64_t CH = p->chunk_blocks;
     int64_t nch = 0, nsplit = 0;
     for (int64_t w = 0; w < W; w++) {
         int64_t nb = w32[w + 1] - w32[w];
-        int64_t c = nb == 0 ? 1 : (nb + TC_CHUNK_BLOCKS - 1) / TC_CHUNK_BLOCKS;
+        int64_t c = nb == 0 ? 1 : (nb + CH - 1) / CH;
         nch += c;
         nsplit += c > 1;
     }
@@ -77,30 +87,34 @@ static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s)
     int64_t k = 0, q = 0;
     for (int64_t w = 0; w < W; w++) {
         int32_t b = w32[w], e = w32[w + 1];
-        int is_split = e - b > TC_CHUNK_BLOCKS;
+        int is_split = e - b > CH;
         if (is_split)
             split[q++] = (int32_t)w;
         do {
-            int32_t end = e - b > TC_CHUNK_BLOCKS ? b + TC_CHUNK_BLOCKS : e;
+            int32_t end = e - b > CH ? b + (int32_t)CH : e;
             ch[k++] = (tc_chunk){(int32_t)w, b, end, is_split};
             b = end;
         } while (b < e);
     }
     p->nchunks = (int32_t)nch;
     p->nsplit = (int32_t)nsplit;
-    st = tc_error_cuda(cudaMalloc((void **)&p->chunks, sizeof *ch * (size_t)(nch > 0 ? nch : 1)),
+    /* one allocation and one copy: the chunks, then the split windows */
+    const size_t ch_bytes = sizeof *ch * (size_t)nch, sp_bytes = sizeof *split * (size_t)nsplit;
+    char *host = malloc(ch_bytes + sp_bytes + 1), *dev = NULL;
+    if (host == NULL) {
+        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
+        goto done;
+    }
+    memcpy(host, ch, ch_bytes);
+    memcpy(host + ch_bytes, split, sp_bytes);
+    st = tc_error_cuda(cudaMalloc((void **)&dev, ch_bytes + sp_bytes + 1),
                        "tensor-core plan: allocating the balanced schedule");
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_error_cuda(cudaMalloc((void **)&p->split_windows,
-                                      sizeof *split * (size_t)(nsplit > 0 ? nsplit : 1)),
-                           "tensor-core plan: allocating the balanced schedule");
-    /* synchronous copies: the host arrays are freed right after */
-    if (st == TCSPARSE_STATUS_SUCCESS && nch > 0)
-        st = tc_error_cuda(cudaMemcpy(p->chunks, ch, sizeof *ch * (size_t)nch,
-                                      cudaMemcpyHostToDevice), "tensor-core plan: uploading the schedule");
-    if (st == TCSPARSE_STATUS_SUCCESS && nsplit > 0)
-        st = tc_error_cuda(cudaMemcpy(p->split_windows, split, sizeof *split * (size_t)nsplit,
-                                      cudaMemcpyHostToDevice), "tensor-core plan: uploading the schedule");
+    if (st == TCSPARSE_STATUS_SUCCESS) /* synchronous: host is freed right after */
+        st = tc_error_cuda(cudaMemcpy(dev, host, ch_bytes + sp_bytes, cudaMemcpyHostToDevice),
+                           "tensor-core plan: uploading the schedule");
+    free(host);
+    p->chunks = (tc_chunk *)dev;
+    p->split_windows = (int32_t *)(dev + ch_bytes);
 done:
     free(w32);
     free(w64);
@@ -137,7 +151,7 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         free(p);
         return tc_error_set(st, "%s", msg);
     }
-    st = tc_plan_host_side(p, h->stream);
+    st = tc_plan_host_side(p, h->stream, h->sm_count);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         tc_plan_free(p);
         return st;

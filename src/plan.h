@@ -15,7 +15,8 @@ struct tc_plan {
     int32_t chunk_blocks;
     tc_chunk *chunks;      /* device */
     int32_t nchunks;
-    int32_t *split_windows; /* device: windows covered by more than one chunk */
+    int32_t *split_windows; /* device, after the chunks in their allocation: windows covered by
+                             * more than one chunk */
     int32_t nsplit;
 };
 

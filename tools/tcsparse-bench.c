@@ -320,9 +320,21 @@ static void usage(FILE *f)
             "  -p LIST      precisions: f32 (3xTF32), tf32, f16, bf16 (default f32,tf32)\n"
             "  -r REPS      timed runs per variant, median reported (default 30)\n"
             "  -w WARM      warm-up runs (default 5)\n"
-            "  --suite FILE inputs listed in FILE, one per line ('#' comments)\n"
+            "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
+            "               line stands for the directory in TC_DATA_DIR\n"
             "  --csv FILE   also write CSV rows to FILE\n"
             "  --no-check   skip the comparison against cuSPARSE's result\n");
+}
+
+/* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
+ * $DATA is the directory in TC_DATA_DIR. */
+static const char *expand_data(const char *line, char *out, size_t n)
+{
+    const char *dir = getenv("TC_DATA_DIR"), *at = strstr(line, "$DATA/");
+    if (at == NULL)
+        return line;
+    snprintf(out, n, "%.*s%s/%s", (int)(at - line), line, dir ? dir : ".", at + 6);
+    return out;
 }
 
 static int run_input(const char *in, const opts_t *o)
@@ -415,12 +427,12 @@ int main(int argc, char **argv)
             perror(suite);
             return 2;
         }
-        char line[1024];
+        char line[1024], expanded[2048];
         while (fgets(line, sizeof line, f)) {
             line[strcspn(line, "\r\n")] = '\0';
             if (line[0] == '\0' || line[0] == '#')
                 continue;
-            rc |= run_input(line, &o);
+            rc |= run_input(expand_data(line, expanded, sizeof expanded), &o);
         }
         fclose(f);
     }

@@ -17,19 +17,28 @@ int bits_for(int64_t v) // bits needed to represent values in [0, v)
 
 unsigned grid_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
-// All temporaries of one conversion, freed together.
+// All temporaries of one conversion: stream-ordered allocations from the device's memory
+// pool (a plain cudaMalloc/cudaFree pair costs more than a whole conversion of a small
+// matrix), freed together in stream order.
 struct Scratch {
+    cudaStream_t s;
     unsigned long long *k[2] = {nullptr, nullptr};
     int32_t *v[2] = {nullptr, nullptr};
     int32_t *head = nullptr, *dist = nullptr, *nblk = nullptr, *dfirst = nullptr;
     int *flags = nullptr;
     void *cub = nullptr;
     size_t cub_bytes = 0;
+    explicit Scratch(cudaStream_t st) : s(st) {}
+    template <class T> cudaError_t get(T **p, size_t bytes)
+    {
+        return cudaMallocAsync(reinterpret_cast<void **>(p), bytes ? bytes : 1, s);
+    }
     ~Scratch()
     {
-        cudaFree(k[0]); cudaFree(k[1]); cudaFree(v[0]); cudaFree(v[1]);
-        cudaFree(head); cudaFree(dist); cudaFree(nblk); cudaFree(dfirst);
-        cudaFree(flags); cudaFree(cub);
+        void *all[] = {k[0], k[1], v[0], v[1], head, dist, nblk, dfirst, flags, cub};
+        for (void *q : all)
+            if (q)
+                cudaFreeAsync(q, s);
     }
 };
 
@@ -54,8 +63,8 @@ tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
 
 extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 {
-    cudaFree(m->win_off); cudaFree(m->blk_off); cudaFree(m->blk_pos);
-    cudaFree(m->blk_col); cudaFree(m->val_idx);
+    cudaFree(m->win_off);
+    cudaFree(m->blk_off); // one allocation holds blk_off, blk_col, val_idx and blk_pos
     *m = tc_dev_metcf{};
 }
 
@@ -64,7 +73,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
 {
     using namespace tc;
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
-    Scratch x;
+    Scratch x(s);
     tc_dev_metcf m{};
     const int T = 256;
     const int64_t nnz = in->nnz;
@@ -88,7 +97,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     wbits = bits_for(windows > 1 ? windows : 2);
 
     TC_CU(cudaMalloc(&m.win_off, sizeof(int32_t) * (windows + 1)), "allocating win_off");
-    TC_CU(cudaMalloc(&x.flags, sizeof(int)), "allocating flags");
+    TC_CU(x.get(&x.flags, sizeof(int)), "allocating flags");
     TC_CU(cudaMemsetAsync(x.flags, 0, sizeof(int), s), "clearing flags");
     // With no nonzeros cuSPARSE accepts NULL arrays, so nothing is read.
     if ((csr || csc) && nnz > 0)
@@ -99,14 +108,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(cudaMalloc(&m.blk_off, sizeof(int32_t)), "allocating blk_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
     } else {
-        TC_CU(cudaMalloc(&x.k[0], 8 * nnz), "allocating keys");
-        TC_CU(cudaMalloc(&x.k[1], 8 * nnz), "allocating keys");
-        TC_CU(cudaMalloc(&x.v[0], 4 * nnz), "allocating values");
-        TC_CU(cudaMalloc(&x.v[1], 4 * nnz), "allocating values");
-        TC_CU(cudaMalloc(&x.head, 4 * nnz), "allocating heads");
-        TC_CU(cudaMalloc(&x.dist, 4 * nnz), "allocating column ids");
-        TC_CU(cudaMalloc(&x.nblk, 4 * ((int64_t)windows + 1)), "allocating block counts");
-        TC_CU(cudaMalloc(&x.dfirst, 4 * ((int64_t)windows + 1)), "allocating window starts");
+        TC_CU(x.get(&x.k[0], 8 * nnz), "allocating keys");
+        TC_CU(x.get(&x.k[1], 8 * nnz), "allocating keys");
+        TC_CU(x.get(&x.v[0], 4 * nnz), "allocating values");
+        TC_CU(x.get(&x.v[1], 4 * nnz), "allocating values");
+        TC_CU(x.get(&x.head, 4 * nnz), "allocating heads");
+        TC_CU(x.get(&x.dist, 4 * nnz), "allocating column ids");
+        TC_CU(x.get(&x.nblk, 4 * ((int64_t)windows + 1)), "allocating block counts");
+        TC_CU(x.get(&x.dfirst, 4 * ((int64_t)windows + 1)), "allocating window starts");
         make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
                                                  in->indices, in->indices_64, in->rows, in->cols,
                                                  nnz, in->base, cbits, x.k[0], x.v[0], x.flags);
@@ -123,7 +132,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                   "sizing scan");
             x.cub_bytes = a > b ? a : b;
             x.cub_bytes = x.cub_bytes > c ? x.cub_bytes : c;
-            TC_CU(cudaMalloc(&x.cub, x.cub_bytes), "allocating sort workspace");
+            TC_CU(x.get(&x.cub, x.cub_bytes), "allocating sort workspace");
         }
         int cur;
         {
@@ -150,10 +159,17 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         if (host_flags)
             goto invalid;
 
-        TC_CU(cudaMalloc(&m.blk_off, sizeof(int32_t) * ((int64_t)m.blocks + 1)), "allocating blk_off");
-        TC_CU(cudaMalloc(&m.blk_col, sizeof(int32_t) * 8 * (int64_t)m.blocks), "allocating blk_col");
-        TC_CU(cudaMalloc(&m.blk_pos, nnz), "allocating blk_pos");
-        TC_CU(cudaMalloc(&m.val_idx, 4 * nnz), "allocating val_idx");
+        {
+            // the plan's block arrays share one allocation, each part 16-byte aligned
+            const size_t a_off = 0, a_col = a_off + (((size_t)m.blocks + 1) * 4 + 15) / 16 * 16;
+            const size_t a_val = a_col + (size_t)m.blocks * 32, a_pos = a_val + (size_t)nnz * 4;
+            char *base = nullptr;
+            TC_CU(cudaMalloc(&base, a_pos + (size_t)nnz), "allocating the block arrays");
+            m.blk_off = reinterpret_cast<int32_t *>(base + a_off);
+            m.blk_col = reinterpret_cast<int32_t *>(base + a_col);
+            m.val_idx = reinterpret_cast<int32_t *>(base + a_val);
+            m.blk_pos = reinterpret_cast<uint8_t *>(base + a_pos);
+        }
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (int64_t)m.blocks, s), "padding");
         unsigned long long *k2 = x.k[cur ^ 1];
         int32_t *v2 = x.v[cur ^ 1];

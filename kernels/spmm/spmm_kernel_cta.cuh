@@ -13,11 +13,15 @@
 
 namespace tc {
 
-constexpr int kStage = 8;       // blocks staged in shared memory at a time
+#ifndef TC_KSTAGE
+#define TC_KSTAGE 8
+#endif
+constexpr int kStage = TC_KSTAGE; // blocks staged in shared memory at a time
 constexpr int kGroup = 4;       // blocks whose B loads a warp issues together
 constexpr int kMaxCtaWarps = 4;
 
-static_assert(kStage % kGroup == 0, "a stage is whole groups");
+static_assert(kStage % kGroup == 0 && (kStage & (kStage - 1)) == 0,
+              "a stage is whole groups, and a power of two for the block search");
 
 struct alignas(16) CtaSmem {
     float a[kStage][kWinRows * kBlkCols]; // dense A tiles, row-major 16x8
@@ -76,10 +80,11 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32)
         __syncthreads();
         const int32_t e0 = sm.off[0], e1 = sm.off[nb];
         for (int32_t e = e0 + tid; e < e1; e += nthreads) {
-            int k = 0;
+            int k = 0; // staged block holding nonzero e: last k with off[k] <= e
 #pragma unroll
-            for (int q = 1; q < kStage; ++q)
-                k += (q < nb && sm.off[q] <= e);
+            for (int step = kStage / 2; step > 0; step /= 2)
+                if (k + step < nb && sm.off[k + step] <= e)
+                    k += step;
             const T v = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
             sm.a[k][__ldg(&p.blk_pos[e])] = to_f(v);
         }
