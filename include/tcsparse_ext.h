@@ -73,7 +73,10 @@ typedef struct {
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
- *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set. */
+ *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set.  With the automatic route
+ *  and TCSPARSE_SELECT=measure, tcsparseSpMM_preprocess times the tensor-core kernels and
+ *  cuSPARSE once on the caller's operands (into a scratch copy of C) and later calls of the
+ *  same kind (N, types, math mode) take the fastest. */
 tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
 tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle. */

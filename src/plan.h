@@ -6,6 +6,16 @@
 #include "internal.h"
 #include "../kernels/kernels.h"
 
+/* A decision measured at _preprocess time (TCSPARSE_SELECT=measure) for one kind of call. */
+typedef struct {
+    int64_t N;
+    int ab_type, c_type, tf32;
+    tcsparsePath_t path;    /* the fastest of the candidates */
+    float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
+} tc_measured;
+
+#define TC_PLAN_MEASURED 8
+
 struct tc_plan {
     tc_dev_metcf dev;
     tcsparseMetcfStats_t stats;
@@ -18,6 +28,9 @@ struct tc_plan {
     int32_t *split_windows; /* device, after the chunks in their allocation: windows covered by
                              * more than one chunk */
     int32_t nsplit;
+    /* measured decisions, most recent last; the oldest is dropped when full */
+    tc_measured measured[TC_PLAN_MEASURED];
+    int nmeasured;
 };
 
 /* Frees the descriptor's plan, if any (destroy, set pointers, strided batch change). */

@@ -92,6 +92,20 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
     return 1;
 }
 
+/* The measured decision for this call's kind, if _preprocess measured one. */
+static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
+                                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
+{
+    const int tf32 = h->math == TCSPARSE_MATH_TF32, ab = tc_ab_type(B->value_type);
+    const int c = tc_ab_type(C->value_type);
+    for (int i = p->nmeasured - 1; i >= 0; i--) {
+        const tc_measured *m = &p->measured[i];
+        if (m->N == C->cols && m->ab_type == ab && m->c_type == c && m->tf32 == tf32)
+            return m;
+    }
+    return NULL;
+}
+
 static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t opA,
                                        tcsparseOperation_t opB, tcsparseConstSpMatDescr_t A,
                                        tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C,
@@ -121,6 +135,14 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
         return TCSPARSE_STATUS_SUCCESS;
     }
     const tcsparseMetcfStats_t *s = &(*plan)->stats;
+    const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_find(h, *plan, B, C) : NULL;
+    if (meas != NULL) {
+        d->path = meas->path;
+        snprintf(d->reason, sizeof d->reason,
+                 "measured at preprocess: base %.3f ms, balanced %.3f ms, cuSPARSE %.3f ms",
+                 meas->ms_base, meas->ms_balanced, meas->ms_cusparse);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     const double slots = (double)(h->sm_count > 0 ? h->sm_count : 132) * TC_SLOTS_PER_SM;
     const double max_ok = s->blocks / slots * 2.0 > 16.0 ? s->blocks / slots * 2.0 : 16.0;
     if (route == TCSPARSE_ROUTE_AUTO) {
@@ -190,6 +212,109 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
+ * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
+static int tc_select_measure(void)
+{
+    const char *e = getenv("TCSPARSE_SELECT");
+    return e != NULL && strcmp(e, "measure") == 0;
+}
+
+typedef struct {
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    tcsparseConstSpMatDescr_t A;
+    tcsparseConstDnMatDescr_t B;
+    tcsparseDnMatDescr_t C;
+    cudaDataType ct;
+    tcsparseSpMMAlg_t alg;
+    void *buffer;
+} tc_spmm_call;
+
+static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
+                                   tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                   const void *beta, tcsparseDnMatDescr_t C,
+                                   const struct tc_plan *plan, tc_decision *d);
+
+static tcsparseStatus_t tc_run_path(tcsparseHandle_t h, const tc_spmm_call *c,
+                                    const struct tc_plan *plan, tcsparsePath_t path)
+{
+    if (path == TCSPARSE_PATH_CUSPARSE)
+        return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
+                                c->alg, c->buffer);
+    tc_decision d = {.path = path};
+    return tc_spmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, plan, &d);
+}
+
+/* One warm-up, then the best of three runs; negative when the path fails. */
+static float tc_time_path(tcsparseHandle_t h, const tc_spmm_call *c, const struct tc_plan *plan,
+                          tcsparsePath_t path, cudaEvent_t e0, cudaEvent_t e1)
+{
+    float best = -1.0f;
+    if (tc_run_path(h, c, plan, path) != TCSPARSE_STATUS_SUCCESS) {
+        tc_error_clear();
+        return -1.0f;
+    }
+    for (int i = 0; i < 3; i++) {
+        float ms = 0.0f;
+        if (cudaEventRecord(e0, h->stream) != cudaSuccess ||
+            tc_run_path(h, c, plan, path) != TCSPARSE_STATUS_SUCCESS ||
+            cudaEventRecord(e1, h->stream) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+            (void)cudaGetLastError();
+            tc_error_clear();
+            return -1.0f;
+        }
+        if (best < 0.0f || ms < best)
+            best = ms;
+    }
+    return best;
+}
+
+static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct tc_plan *plan)
+{
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone)
+        return; /* nothing may run or synchronise inside a capture */
+    struct tcsparseDnMatDescr scratch = *call->C;
+    scratch.cusp = NULL;
+    const size_t bytes = (size_t)call->C->rows * (size_t)call->C->ld * tc_dtype_size(call->C->value_type);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&scratch.values, bytes + 16) != cudaSuccess ||
+        cudaMemsetAsync(scratch.values, 0, bytes, h->stream) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        goto done; /* measuring is an optimisation: without memory, the rule decides */
+    tc_spmm_call c = *call;
+    c.C = &scratch;
+    tc_measured m = {.N = call->C->cols, .ab_type = tc_ab_type(call->B->value_type),
+                     .c_type = tc_ab_type(call->C->value_type),
+                     .tf32 = h->math == TCSPARSE_MATH_TF32};
+    m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
+    m.ms_balanced = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
+    m.ms_cusparse = tc_time_path(h, &c, plan, TCSPARSE_PATH_CUSPARSE, e0, e1);
+    m.path = TCSPARSE_PATH_CUSPARSE;
+    float best = m.ms_cusparse;
+    if (m.ms_base >= 0.0f && (best < 0.0f || m.ms_base < best)) {
+        m.path = TCSPARSE_PATH_TC_BASE;
+        best = m.ms_base;
+    }
+    if (m.ms_balanced >= 0.0f && (best < 0.0f || m.ms_balanced < best))
+        m.path = TCSPARSE_PATH_TC_BALANCED;
+    if (plan->nmeasured == TC_PLAN_MEASURED) {
+        memmove(&plan->measured[0], &plan->measured[1], sizeof m * (TC_PLAN_MEASURED - 1));
+        plan->nmeasured--;
+    }
+    plan->measured[plan->nmeasured++] = m;
+done:
+    tc_dnmat_cusparse_release(&scratch);
+    cudaFree(scratch.values);
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    (void)cudaGetLastError();
+}
+
 tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
                                            tcsparseOperation_t opB, const void *alpha,
                                            tcsparseConstSpMatDescr_t A,
@@ -230,6 +355,14 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
+    }
+    if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_effective_route(h) == TCSPARSE_ROUTE_AUTO &&
+        tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
+        tc_spmm_call c = {opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
+        tc_spmm_measure(h, &c, plan);
+        st = tc_spmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
+        if (st == TCSPARSE_STATUS_SUCCESS)
+            tc_route_record(h, &d);
     }
     return st;
 }

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* Tensor-core SpMM through the public API on the GPU, against a CPU reference in double:
  * every kernel variant (base, balanced) and precision (3xTF32, TF32, FP16, BF16 with FP16/BF16
  * or FP32 output), generated matrices of every shape class and, when TC_DATA_DIR is set,
@@ -196,6 +197,8 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
     tcsparseRouteInfo_t ri;
     tcsparseGetLastRoute(h, &ri);
+    if (k->route == TCSPARSE_ROUTE_AUTO && getenv("TCSPARSE_SELECT") != NULL)
+        cr_assert(strncmp(ri.reason, "measured", 8) == 0, "%s: reason '%s'", label, ri.reason);
     if (k->route == TCSPARSE_ROUTE_TC_BASE)
         cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
     if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
@@ -556,4 +559,24 @@ Test(gpu_spmm, shared_matrices, .timeout = 600)
     }
     if (ran == 0)
         cr_skip_test("none of the listed matrices found in %s", dir);
+}
+
+/* TCSPARSE_SELECT=measure: _preprocess times the candidates into a scratch C (the caller's C
+ * is untouched until the execution), the decision is kept in the plan and read back. */
+Test(gpu_spmm, measured_selection)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("blocks:3000:16:400", &m);
+    setenv("TCSPARSE_SELECT", "measure", 1);
+    for (int prec = 0; prec < 2; prec++) {
+        spmm_case k = base_case(64);
+        k.route = TCSPARSE_ROUTE_AUTO;
+        k.beta = 0.5f;
+        k.ab = prec ? CUDA_R_16F : CUDA_R_32F;
+        k.c = k.ab;
+        run_case(&m, &k, prec ? "measured f16" : "measured f32");
+    }
+    unsetenv("TCSPARSE_SELECT");
+    tc_csr_free(&m);
 }
