@@ -24,13 +24,8 @@
 #define TC_MAX_MEAN_BLOCKS 12.0
 #define TC_SLOTS_PER_SM 6
 
-typedef struct {
-    tcsparsePath_t path;
-    char kernel[64];
-    char reason[160];
-} tc_decision;
 
-static tcsparseRoute_t tc_effective_route(tcsparseHandle_t h)
+tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
 {
     const char *e = getenv("TCSPARSE_ROUTE");
     if (e == NULL || e[0] == '\0')
@@ -42,7 +37,7 @@ static tcsparseRoute_t tc_effective_route(tcsparseHandle_t h)
     return TCSPARSE_ROUTE_AUTO;
 }
 
-static void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
+void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
 {
     tcsparseRouteInfo_t *r = &h->last_route;
     r->path = d->path;
@@ -57,7 +52,7 @@ static void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
                 d->reason);
 }
 
-static int tc_ab_type(cudaDataType t)
+int tc_route_ab_type(cudaDataType t)
 {
     switch (t) {
     case CUDA_R_32F: return TC_T_F32;
@@ -72,7 +67,7 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
                             tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
                             tcsparseDnMatDescr_t C, cudaDataType ct, char *why, size_t n)
 {
-    int ab = tc_ab_type(A->value_type);
+    int ab = tc_route_ab_type(A->value_type);
     if (opA != TCSPARSE_OPERATION_NON_TRANSPOSE || opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
         return snprintf(why, n, "transposed operand"), 0;
     if (B->order != TCSPARSE_ORDER_ROW || C->order != TCSPARSE_ORDER_ROW)
@@ -96,8 +91,8 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
 static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
                                            tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
 {
-    const int tf32 = h->math == TCSPARSE_MATH_TF32, ab = tc_ab_type(B->value_type);
-    const int c = tc_ab_type(C->value_type);
+    const int tf32 = h->math == TCSPARSE_MATH_TF32, ab = tc_route_ab_type(B->value_type);
+    const int c = tc_route_ab_type(C->value_type);
     for (int i = p->nmeasured - 1; i >= 0; i--) {
         const tc_measured *m = &p->measured[i];
         if (m->N == C->cols && m->ab_type == ab && m->c_type == c && m->tf32 == tf32)
@@ -112,7 +107,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
                                        cudaDataType ct, tc_decision *d, struct tc_plan **plan)
 {
     cusparseHandle_t cusp;
-    tcsparseRoute_t route = tc_effective_route(h);
+    tcsparseRoute_t route = tc_route_effective(h);
     d->path = TCSPARSE_PATH_CUSPARSE;
     snprintf(d->kernel, sizeof d->kernel, "cusparseSpMM");
     *plan = NULL;
@@ -182,8 +177,8 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     a.K = A->cols;
     a.N = C->cols;
     a.plan = &plan->dev;
-    a.ab_type = tc_ab_type(A->value_type);
-    a.c_type = tc_ab_type(C->value_type);
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32; /* TCSPARSE_MATH is read at handle creation */
     a.a_val = A->values;
     a.B = B->values;
@@ -230,11 +225,6 @@ typedef struct {
     tcsparseSpMMAlg_t alg;
     void *buffer;
 } tc_spmm_call;
-
-static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
-                                   tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
-                                   const void *beta, tcsparseDnMatDescr_t C,
-                                   const struct tc_plan *plan, tc_decision *d);
 
 static tcsparseStatus_t tc_run_path(tcsparseHandle_t h, const tc_spmm_call *c,
                                     const struct tc_plan *plan, tcsparsePath_t path)
@@ -286,8 +276,8 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
         goto done; /* measuring is an optimisation: without memory, the rule decides */
     tc_spmm_call c = *call;
     c.C = &scratch;
-    tc_measured m = {.N = call->C->cols, .ab_type = tc_ab_type(call->B->value_type),
-                     .c_type = tc_ab_type(call->C->value_type),
+    tc_measured m = {.N = call->C->cols, .ab_type = tc_route_ab_type(call->B->value_type),
+                     .c_type = tc_route_ab_type(call->C->value_type),
                      .tf32 = h->math == TCSPARSE_MATH_TF32};
     m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
     m.ms_balanced = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
@@ -326,7 +316,7 @@ tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation
      * what cuSPARSE asks for, or 0 where only the tensor-core path can run. */
     tcsparseStatus_t st =
         tc_fallback_spmm_buffer_size(h, opA, opB, alpha, A, B, beta, C, ct, alg, size);
-    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && tc_effective_route(h) != TCSPARSE_ROUTE_CUSPARSE) {
+    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && tc_route_effective(h) != TCSPARSE_ROUTE_CUSPARSE) {
         char why[160];
         if (tc_spmm_eligible(h, opA, opB, A, B, C, ct, why, sizeof why)) {
             tc_error_clear();
@@ -356,7 +346,7 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
     }
-    if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_effective_route(h) == TCSPARSE_ROUTE_AUTO &&
+    if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_route_effective(h) == TCSPARSE_ROUTE_AUTO &&
         tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
         tc_spmm_call c = {opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
         tc_spmm_measure(h, &c, plan);
@@ -384,37 +374,4 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     if (d.path == TCSPARSE_PATH_CUSPARSE)
         st = tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     return st;
-}
-
-tcsparseStatus_t tc_route_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
-                                            tcsparseOperation_t opB, const void *alpha,
-                                            tcsparseConstDnMatDescr_t A,
-                                            tcsparseConstDnMatDescr_t B, const void *beta,
-                                            tcsparseSpMatDescr_t C, cudaDataType ct,
-                                            tcsparseSDDMMAlg_t alg, size_t *size)
-{
-    return tc_fallback_sddmm_buffer_size(h, opA, opB, alpha, A, B, beta, C, ct, alg, size);
-}
-
-tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
-                                           tcsparseOperation_t opB, const void *alpha,
-                                           tcsparseConstDnMatDescr_t A,
-                                           tcsparseConstDnMatDescr_t B, const void *beta,
-                                           tcsparseSpMatDescr_t C, cudaDataType ct,
-                                           tcsparseSDDMMAlg_t alg, void *buffer)
-{
-    return tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-}
-
-tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
-                                tcsparseOperation_t opB, const void *alpha,
-                                tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
-                                const void *beta, tcsparseSpMatDescr_t C, cudaDataType ct,
-                                tcsparseSDDMMAlg_t alg, void *buffer)
-{
-    tc_decision d = {.path = TCSPARSE_PATH_CUSPARSE};
-    snprintf(d.kernel, sizeof d.kernel, "cusparseSDDMM");
-    snprintf(d.reason, sizeof d.reason, "tensor-core SDDMM not built yet");
-    tc_route_record(h, &d);
-    return tc_fallback_sddmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
 }

@@ -6,6 +6,21 @@
 
 #include "internal.h"
 
+/* A routing decision: path, kernel name and a one-line reason. */
+typedef struct {
+    tcsparsePath_t path;
+    char kernel[64];
+    char reason[160];
+} tc_decision;
+
+/* The handle's route, overridden by TCSPARSE_ROUTE when that is set. */
+tcsparseRoute_t tc_route_effective(tcsparseHandle_t h);
+/* Stores d as the handle's last route (tcsparseGetLastRoute) and logs it when TCSPARSE_LOG
+ * is set. */
+void tc_route_record(tcsparseHandle_t h, const tc_decision *d);
+/* TC_T_* of a cudaDataType the tensor-core kernels take (kernels/kernels.h), -1 otherwise. */
+int tc_route_ab_type(cudaDataType t);
+
 tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
                                            tcsparseOperation_t opB, const void *alpha,
                                            tcsparseConstSpMatDescr_t A,
