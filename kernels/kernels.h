@@ -83,6 +83,35 @@ const char *tc_spmm_kernel_name(const tc_spmm_args *a);
 tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
                                    int *blocks_per_sm);
 
+/* ---- SDDMM ------------------------------------------------------------------------- */
+
+/* C = alpha * (A * B) o spy(C) + beta * C on the plan of C, A row-major M x K, B column-major
+ * K x N (column j is K contiguous elements at B + j*ldb).  Needs no workspace. */
+typedef struct {
+    int64_t M, N, K;
+    const tc_dev_metcf *plan; /* of C */
+    int ab_type;              /* TC_T_F32 or TC_T_F16: type of A and B */
+    int c_type;               /* TC_T_F32 or ab_type */
+    int tf32;                 /* FP32 only: 1 = plain TF32, 0 = 3xTF32 */
+    const void *A;
+    int64_t lda;
+    const void *B;
+    int64_t ldb;
+    void *C;                  /* the caller's values array of C */
+    const float *alpha_dev, *beta_dev; /* device pointer mode when non-NULL */
+    float alpha, beta;                 /* host pointer mode */
+    /* chunked schedule (the plan's chunks: runs of blocks of one window) when non-NULL;
+     * otherwise one thread block per window */
+    const tc_chunk *chunks;
+    int32_t nchunks;
+} tc_sddmm_args;
+
+/* Launches the tensor-core SDDMM on the stream (no allocation, no synchronisation). */
+tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t stream, char *err,
+                                 size_t errlen);
+/* Name of the kernel tc_sddmm_launch would run, for logs. */
+const char *tc_sddmm_kernel_name(const tc_sddmm_args *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,10 +19,12 @@
  *    longest window must not outlast the rest of the grid (max <= max(16, 2 x blocks per
  *    resident thread block slot)).
  * Over 312 measured cases this routing is within 1.05x of the faster of the two paths in
- * 293 and 1.9x at worst (geomean regret 1.018). */
+ * 293 and 1.9x at worst (geomean regret 1.018).  Matrices with >= 20 nonzeros per block but
+ * long windows take the balanced kernel (after its atomics became 16-byte vector atomics). */
 #define TC_MIN_NNZ_PER_BLOCK 8.0
 #define TC_MAX_MEAN_BLOCKS 12.0
 #define TC_SLOTS_PER_SM 6
+#define TC_BALANCED_NNZ_PER_BLOCK 20.0
 
 
 tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
@@ -140,6 +142,17 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     }
     const double slots = (double)(h->sm_count > 0 ? h->sm_count : 132) * TC_SLOTS_PER_SM;
     const double max_ok = s->blocks / slots * 2.0 > 16.0 ? s->blocks / slots * 2.0 : 16.0;
+    /* Dense blocks but long or uneven windows: the balanced kernel (measured faster than
+     * cuSPARSE on ogbl-ddi and the dlmc matrices, which have >= 22 nonzeros per block). */
+    if (route == TCSPARSE_ROUTE_AUTO && s->mean_nnz_per_block >= TC_BALANCED_NNZ_PER_BLOCK &&
+        (s->mean_blocks_per_window > TC_MAX_MEAN_BLOCKS || s->max_blocks_per_window > max_ok)) {
+        d->path = TCSPARSE_PATH_TC_BALANCED;
+        snprintf(d->reason, sizeof d->reason,
+                 "auto; %.2f nnz/block >= %.0f with long windows (mean %.1f, max %lld blocks)",
+                 s->mean_nnz_per_block, TC_BALANCED_NNZ_PER_BLOCK, s->mean_blocks_per_window,
+                 (long long)s->max_blocks_per_window);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     if (route == TCSPARSE_ROUTE_AUTO) {
         if (s->mean_nnz_per_block < TC_MIN_NNZ_PER_BLOCK) {
             snprintf(d->reason, sizeof d->reason, "%.2f nonzeros per 16x8 block < %.1f",

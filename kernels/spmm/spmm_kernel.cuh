@@ -4,6 +4,7 @@
 // every call, so values the caller rewrites in place are always seen.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include "spmm_config.cuh"
 
 namespace tc {
@@ -168,6 +169,33 @@ __device__ __forceinline__ void store_row(const SpmmParams &p, int64_t row, int6
         return;
     CT *dst = static_cast<CT *>(p.C) + row * p.ldc + col;
     if (atomic) {
+        // Windows split over several chunks add their parts into C: vector atomics where
+        // the row piece is whole and aligned (4x fewer operations than scalar ones; measured
+        // as the balanced kernel's main cost), scalar ones at the tail.
+        if (p.c_vec && col + E <= p.N) {
+            if constexpr (std::is_same<CT, float>::value) {
+#if __CUDA_ARCH__ >= 900
+#pragma unroll
+                for (int u = 0; u < E / 4; ++u)
+                    atomicAdd(reinterpret_cast<float4 *>(dst) + u,
+                              make_float4(alpha * v[4 * u], alpha * v[4 * u + 1],
+                                          alpha * v[4 * u + 2], alpha * v[4 * u + 3]));
+                return;
+#endif
+            } else if constexpr (std::is_same<CT, __half>::value) {
+#pragma unroll
+                for (int u = 0; u < E / 2; ++u)
+                    atomicAdd(reinterpret_cast<__half2 *>(dst) + u,
+                              __floats2half2_rn(alpha * v[2 * u], alpha * v[2 * u + 1]));
+                return;
+            } else {
+#pragma unroll
+                for (int u = 0; u < E / 2; ++u)
+                    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(dst) + u,
+                              __floats2bfloat162_rn(alpha * v[2 * u], alpha * v[2 * u + 1]));
+                return;
+            }
+        }
 #pragma unroll
         for (int x = 0; x < E; ++x)
             if (col + x < p.N)

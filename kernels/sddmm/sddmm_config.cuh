@@ -1,0 +1,41 @@
+// Tile shapes of the tensor-core SDDMM.
+//
+// One 16x8 ME-TCF block of C is the output tile A[16 window rows, :] * B[:, 8 block columns],
+// accumulated over K in chunks of kChunkBytes bytes of an A row / a B column (32 FP32 or 64
+// FP16 elements).  The k order inside a chunk is permuted (the same way for A and B, so the
+// dot products are unchanged): lane (g = lane/4, t = lane%4) owns the kLaneBytes = 32 bytes
+// at t*32 of the chunk, i.e. 8 words, and MMA i of the chunk takes its words 2i and 2i+1.
+// For m16n8k8 TF32 a word is one k slot (t, then t+4); for m16n8k16 FP16 a word is a pair of
+// k slots (2t..2t+1, then 2t+8..2t+9).  Either way every lane loads A and B with 16-byte
+// vectors and the A fragment registers are {row g word 2i, row g+8 word 2i, row g word 2i+1,
+// row g+8 word 2i+1}, the B fragment {word 2i, word 2i+1}.
+#pragma once
+#include "../spmm/spmm_config.cuh"
+
+namespace tc {
+namespace sddmm {
+
+constexpr int kWarps = 4;           // warps per thread block
+constexpr int kBlocksPerWarp = 2;   // blocks a warp multiplies at once (one A fragment, NB B loads)
+constexpr int kLaneBytes = 32;      // bytes of one A row / B column one lane holds per chunk
+constexpr int kLaneWords = kLaneBytes / 4;
+constexpr int kChunkBytes = 4 * kLaneBytes; // the four lanes of a group cover one chunk
+constexpr int kMmasPerChunk = kLaneWords / 2;
+constexpr int kTileChunks = 8;      // A is staged 16 rows x up to 8 chunks (1 KB a row) at a time
+constexpr int kRowPad = 16;         // bytes after each staged A row (bank skew, see below)
+constexpr int kGroup = kWarps * kBlocksPerWarp; // blocks of one work item in flight at once
+constexpr int kThreads = kWarps * 32;
+
+static_assert(kLaneWords == 2 * kMmasPerChunk && kMmasPerChunk == 4,
+              "a lane's 8 words feed 4 MMAs, two words (k slots or k slot pairs) each");
+static_assert(kLaneBytes % 16 == 0, "lane pieces are whole 16-byte vectors");
+// Lanes 4g..4g+3 read row g at t*32 bytes with 16-byte loads: a row stride of 16 (mod 128)
+// bytes puts rows g and g+1 four banks apart, so each quarter-warp phase is conflict free.
+static_assert(kChunkBytes % 128 == 0 && kRowPad == 16, "staged A rows: stride 16 mod 128 bytes");
+static_assert(kWinRows == 16 && kBlkCols == 8, "m16n8 tiles are ME-TCF blocks");
+
+template <class T>
+constexpr int chunk_elems() { return kChunkBytes / (int)sizeof(T); }
+
+} // namespace sddmm
+} // namespace tc
