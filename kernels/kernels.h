@@ -35,12 +35,14 @@ typedef struct {
     int32_t *val_idx;   /* nnz: position in the caller's values array */
 } tc_dev_metcf;
 
-/* Builds ME-TCF on the GPU (stream-ordered, synchronises the stream twice: once to size
- * the block arrays, once to read the validation flags).  Invalid input (offsets, indices out
- * of range, duplicates) gives TCSPARSE_STATUS_INVALID_VALUE; sizes beyond int32 give
- * TCSPARSE_STATUS_NOT_SUPPORTED. */
+/* Builds ME-TCF on the GPU.  Synchronises the stream twice: once to size the block arrays
+ * (when the validation flags and, if host_win_off is not NULL, a host copy of the window
+ * offsets, windows+1 entries, come back too) and once at the end, so that the plan may be
+ * used on any stream.  Invalid input (offsets, indices out of range, duplicates) gives
+ * TCSPARSE_STATUS_INVALID_VALUE; sizes beyond int32 give TCSPARSE_STATUS_NOT_SUPPORTED. */
 tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
-                                cudaStream_t stream, char *err, size_t errlen);
+                                int32_t *host_win_off, cudaStream_t stream, char *err,
+                                size_t errlen);
 void tc_dev_metcf_free(tc_dev_metcf *m);
 
 /* ---- SpMM -------------------------------------------------------------------------- */

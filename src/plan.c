@@ -38,25 +38,18 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
     d->plan = NULL;
 }
 
-/* Statistics and the balanced schedule need the window offsets on the host once. */
-static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s, int sm_count)
+/* Statistics and the balanced schedule, from the host copy w32 of the window offsets. */
+static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, const int32_t *w32, int sm_count)
 {
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     const int64_t W = p->dev.windows;
-    int32_t *w32 = malloc(sizeof *w32 * (size_t)(W + 1));
     int64_t *w64 = malloc(sizeof *w64 * (size_t)(W + 1));
     tc_chunk *ch = NULL;
     int32_t *split = NULL;
-    if (w32 == NULL || w64 == NULL) {
+    if (w64 == NULL) {
         st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
         goto done;
     }
-    st = tc_error_cuda(cudaMemcpyAsync(w32, p->dev.win_off, sizeof *w32 * (size_t)(W + 1),
-                                       cudaMemcpyDeviceToHost, s), "tensor-core plan: reading window offsets");
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_error_cuda(cudaStreamSynchronize(s), "tensor-core plan: reading window offsets");
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        goto done;
     for (int64_t w = 0; w <= W; w++)
         w64[w] = w32[w];
     tc_metcf shell = {.rows = p->dev.rows, .cols = p->dev.cols, .nnz = p->dev.nnz,
@@ -116,7 +109,6 @@ static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, cudaStream_t s, int
     p->chunks = (tc_chunk *)dev;
     p->split_windows = (int32_t *)(dev + ch_bytes);
 done:
-    free(w32);
     free(w64);
     free(ch);
     free(split);
@@ -146,12 +138,21 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         .indices_64 = d->indices_type == TCSPARSE_INDEX_64I, .base = (int)d->base};
     char msg[200];
     double t0 = tc_now_ms();
-    st = tc_convert_gpu(&in, &p->dev, h->stream, msg, sizeof msg);
+    /* beyond int32 rows the conversion refuses before it would write the offsets */
+    int32_t *w32 = d->rows < (1ll << 31) - 16 ? malloc(sizeof *w32 * (size_t)((d->rows + 15) / 16 + 1))
+                                              : NULL;
+    if (w32 == NULL && d->rows < (1ll << 31) - 16) {
+        free(p);
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
+    }
+    st = tc_convert_gpu(&in, &p->dev, w32, h->stream, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
+        free(w32);
         free(p);
         return tc_error_set(st, "%s", msg);
     }
-    st = tc_plan_host_side(p, h->stream, h->sm_count);
+    st = tc_plan_host_side(p, w32, h->sm_count);
+    free(w32);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         tc_plan_free(p);
         return st;

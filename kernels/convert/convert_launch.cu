@@ -1,5 +1,6 @@
 // Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method).
 #include <cstdio>
+#include <cstring>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
@@ -69,7 +70,8 @@ extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 }
 
 extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
-                                           cudaStream_t s, char *err, size_t errlen)
+                                           int32_t *host_win_off, cudaStream_t s, char *err,
+                                           size_t errlen)
 {
     using namespace tc;
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
@@ -105,6 +107,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                          in->base, x.flags);
     if (nnz == 0) {
         TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * (windows + 1), s), "win_off");
+        if (host_win_off)
+            memset(host_win_off, 0, sizeof(int32_t) * ((size_t)windows + 1));
         TC_CU(cudaMalloc(&m.blk_off, sizeof(int32_t)), "allocating blk_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
     } else {
@@ -151,13 +155,21 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                                        shift, x.nblk, x.dfirst);
         TC_CU(cub::DeviceScan::ExclusiveSum(x.cub, x.cub_bytes, x.nblk, m.win_off, windows + 1, s),
               "window offsets");
-        TC_CU(cudaMemcpyAsync(&m.blocks, m.win_off + windows, sizeof(int32_t),
-                              cudaMemcpyDeviceToHost, s), "reading block count");
+        // the caller's copy of the window offsets comes with the one synchronisation needed
+        // to size the block arrays
+        if (host_win_off)
+            TC_CU(cudaMemcpyAsync(host_win_off, m.win_off, sizeof(int32_t) * ((size_t)windows + 1),
+                                  cudaMemcpyDeviceToHost, s), "reading window offsets");
+        else
+            TC_CU(cudaMemcpyAsync(&m.blocks, m.win_off + windows, sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, s), "reading block count");
         TC_CU(cudaMemcpyAsync(&host_flags, x.flags, sizeof(int), cudaMemcpyDeviceToHost, s),
               "reading flags");
         TC_CU(cudaStreamSynchronize(s), "first pass");
         if (host_flags)
-            goto invalid;
+            goto invalid; // every check ran in the first pass: the second cannot fail one
+        if (host_win_off)
+            m.blocks = host_win_off[windows];
 
         {
             // the plan's block arrays share one allocation, each part 16-byte aligned
@@ -187,11 +199,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cudaGetLastError(), "launching finish");
         }
     }
-    TC_CU(cudaMemcpyAsync(&host_flags, x.flags, sizeof(int), cudaMemcpyDeviceToHost, s),
-          "reading flags");
+    // finished before returning: the plan may next be used on another stream
     TC_CU(cudaStreamSynchronize(s), "conversion");
-    if (host_flags)
-        goto invalid;
     *out = m;
     return TCSPARSE_STATUS_SUCCESS;
 

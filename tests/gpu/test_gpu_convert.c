@@ -97,8 +97,12 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
                            .indices_64 = is64, .base = base};
     tc_dev_metcf g;
     char err[256];
-    cr_assert_eq(tc_convert_gpu(&in, &g, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
+    int32_t *hwin = malloc(sizeof *hwin * (size_t)(ref.windows + 1));
+    cr_assert_eq(tc_convert_gpu(&in, &g, hwin, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
                  name, err);
+    for (int64_t w = 0; w <= ref.windows; w++)
+        cr_assert_eq(hwin[w], ref.win_off[w], "%s: host copy of win_off[%lld]", name, (long long)w);
+    free(hwin);
     cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
     cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
     int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
@@ -171,7 +175,7 @@ Test(gpu_convert, rejects_bad_structure)
                                .offsets = d_off, .indices = d_col};
         tc_dev_metcf g;
         char err[256] = "";
-        cr_assert_eq(tc_convert_gpu(&in, &g, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
+        cr_assert_eq(tc_convert_gpu(&in, &g, NULL, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
                      "%s accepted", cases[i].what);
         cr_assert(err[0] != '\0');
         cudaFree(d_off); cudaFree(d_col);
