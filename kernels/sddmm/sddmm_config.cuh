@@ -37,5 +37,10 @@ static_assert(kWinRows == 16 && kBlkCols == 8, "m16n8 tiles are ME-TCF blocks");
 template <class T>
 constexpr int chunk_elems() { return kChunkBytes / (int)sizeof(T); }
 
+// Resident thread blocks per SM asked of ptxas: 5 (20 warps, <= 96 registers) costs TF32 and
+// FP16 no spill; 3xTF32 (A's small parts too) would spill there and keeps 4 (<= 128).
+template <class P>
+constexpr int min_blocks_per_sm() { return P::kSplit ? 4 : 5; }
+
 } // namespace sddmm
 } // namespace tc

@@ -298,7 +298,7 @@ __device__ __forceinline__ void work_item(const Params &p, int32_t &win, int32_t
 
 // Dynamic shared memory: 16 * (tile_chunks * kChunkBytes + kRowPad) bytes (A's tile).
 template <class P, class CT>
-__global__ void __launch_bounds__(kThreads) sddmm_kernel(const Params p)
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm<P>()) sddmm_kernel(const Params p)
 {
     using T = typename P::T;
     using R = typename Raw<T>::type;

@@ -1,0 +1,442 @@
+/* tcsparse-bench-sddmm: times tcsparseSDDMM (routed, forced tensor-core base and chunked)
+ * against cusparseSDDMM in one run, with CUDA events, warm-up and the median of repeated
+ * runs; prints a table and optionally writes CSV.  The matrix given is C's pattern; A is
+ * M x K row-major and B is K x N column-major (cuSPARSE's fastest layout and the tensor-core
+ * kernel's), C = A·B ∘ spy(C) with alpha = 1, beta = 0. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "gen.h"
+#include "halfconv.h"
+
+#define DEFAULT_INPUT "rmat:16:16"
+
+typedef struct {
+    int ks[16];
+    int nk;
+    char precs[4][8];
+    int np;
+    int reps, warm;
+    int check;
+    FILE *csv;
+} opts_t;
+
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_CUSPARSE, V_COUNT };
+static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "cusparse"};
+
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
+                    cudaGetErrorString(e_));                                               \
+            exit(2);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static size_t tsize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/* Device buffer of n random elements of type t. */
+static void *upload_random(size_t n, cudaDataType t)
+{
+    void *h = malloc(n * tsize(t) + 16), *d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        float v = rnd();
+        if (t == CUDA_R_32F)
+            ((float *)h)[i] = v;
+        else
+            ((uint16_t *)h)[i] = tc_f2h(v);
+    }
+    CK(cudaMalloc(&d, n * tsize(t) + 16));
+    CK(cudaMemcpy(d, h, n * tsize(t), cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static double *download(const void *d, size_t n, cudaDataType t)
+{
+    void *h = malloc(n * tsize(t) + 16);
+    double *out = malloc(n * sizeof *out + 8);
+    CK(cudaMemcpy(h, d, n * tsize(t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        out[i] = t == CUDA_R_32F ? ((float *)h)[i] : tc_h2f(((uint16_t *)h)[i]);
+    free(h);
+    return out;
+}
+
+static double rel_err(const double *ref, const double *x, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            return INFINITY;
+        num += (x[i] - ref[i]) * (x[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+typedef struct {
+    cusparseHandle_t cu;
+    tcsparseHandle_t tc;
+    cusparseSpMatDescr_t cuC;
+    cusparseDnMatDescr_t cuA, cuB;
+    tcsparseSpMatDescr_t tcC;
+    tcsparseDnMatDescr_t tcA, tcB;
+    void *buf[V_COUNT];
+    cudaEvent_t e0, e1;
+} ctx_t;
+
+static tcsparseRoute_t route_of(int v)
+{
+    return v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+           : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
+}
+
+/* Runs variant v once; returns 0 on success. */
+static int run_variant(ctx_t *c, int v)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (v != V_CUSPARSE) {
+        tcsparseSetRoute(c->tc, route_of(v));
+        return tcsparseSDDMM(c->tc, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                             TCSPARSE_OPERATION_NON_TRANSPOSE, &one, c->tcA, c->tcB, &zero,
+                             c->tcC, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT,
+                             c->buf[v]) != TCSPARSE_STATUS_SUCCESS;
+    }
+    return cusparseSDDMM(c->cu, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                         &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F,
+                         CUSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != CUSPARSE_STATUS_SUCCESS;
+}
+
+/* Workspace and preprocessing (outside the timed runs, as an application would do once). */
+static int prepare_variant(ctx_t *c, int v)
+{
+    const float one = 1.0f, zero = 0.0f;
+    size_t sz = 0;
+    if (v != V_CUSPARSE) {
+        tcsparseSetRoute(c->tc, route_of(v));
+        if (tcsparseSDDMM_bufferSize(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC, CUDA_R_32F,
+                                     TCSPARSE_SDDMM_ALG_DEFAULT, &sz) != TCSPARSE_STATUS_SUCCESS)
+            return 1;
+        CK(cudaMalloc(&c->buf[v], sz + 16));
+        return tcsparseSDDMM_preprocess(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC,
+                                        CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != 0;
+    }
+    if (cusparseSDDMM_bufferSize(c->cu, 0, 0, &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F,
+                                 CUSPARSE_SDDMM_ALG_DEFAULT, &sz) != CUSPARSE_STATUS_SUCCESS)
+        return 1;
+    CK(cudaMalloc(&c->buf[v], sz + 16));
+    return cusparseSDDMM_preprocess(c->cu, 0, 0, &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F,
+                                    CUSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != CUSPARSE_STATUS_SUCCESS;
+}
+
+static float time_variant(ctx_t *c, int v, const opts_t *o)
+{
+    for (int i = 0; i < o->warm; i++)
+        if (run_variant(c, v))
+            return -1;
+    float *t = malloc(sizeof *t * (size_t)o->reps);
+    for (int i = 0; i < o->reps; i++) {
+        CK(cudaEventRecord(c->e0, 0));
+        run_variant(c, v);
+        CK(cudaEventRecord(c->e1, 0));
+        CK(cudaEventSynchronize(c->e1));
+        CK(cudaEventElapsedTime(&t[i], c->e0, c->e1));
+    }
+    qsort(t, (size_t)o->reps, sizeof *t, cmp_float);
+    float med = t[o->reps / 2];
+    free(t);
+    return med;
+}
+
+static void bench_one(const char *input, const tc_csr *m, const char *prec, int K, const opts_t *o)
+{
+    /* f32 (3xTF32) and tf32: FP32 everywhere; f16: FP16 A, B and C; f16f32: FP16 A and B,
+     * FP32 C.  cuSPARSE computes FP32 in every case. */
+    const cudaDataType ab = strncmp(prec, "f16", 3) == 0 ? CUDA_R_16F : CUDA_R_32F;
+    const cudaDataType ct = strcmp(prec, "f16") == 0 ? CUDA_R_16F : CUDA_R_32F;
+    const int64_t M = m->rows, N = m->cols, nnz = m->nnz;
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    int *d_off, *d_col;
+    int32_t *h_off = malloc(sizeof *h_off * (size_t)(M + 1));
+    for (int64_t i = 0; i <= M; i++)
+        h_off[i] = (int32_t)m->row_off[i];
+    CK(cudaMalloc((void **)&d_off, sizeof *d_off * (size_t)(M + 1)));
+    CK(cudaMalloc((void **)&d_col, sizeof *d_col * (size_t)(nnz + 1)));
+    CK(cudaMemcpy(d_off, h_off, sizeof *d_off * (size_t)(M + 1), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_col, m->col, sizeof *d_col * (size_t)nnz, cudaMemcpyHostToDevice));
+    free(h_off);
+    void *d_A = upload_random((size_t)(M * K), ab), *d_B = upload_random((size_t)(K * N), ab);
+    void *d_C;
+    CK(cudaMalloc(&d_C, (size_t)nnz * tsize(ct) + 16));
+    CK(cudaEventCreate(&c.e0));
+    CK(cudaEventCreate(&c.e1));
+    cusparseCreate(&c.cu);
+    tcsparseCreate(&c.tc);
+    if (strcmp(prec, "tf32") == 0)
+        tcsparseSetMathMode(c.tc, TCSPARSE_MATH_TF32);
+    cusparseCreateCsr(&c.cuC, M, N, nnz, d_off, d_col, d_C, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                      CUSPARSE_INDEX_BASE_ZERO, ct);
+    cusparseCreateDnMat(&c.cuA, M, K, K, d_A, ab, CUSPARSE_ORDER_ROW);
+    cusparseCreateDnMat(&c.cuB, K, N, K, d_B, ab, CUSPARSE_ORDER_COL);
+    tcsparseCreateCsr(&c.tcC, M, N, nnz, d_off, d_col, d_C, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                      TCSPARSE_INDEX_BASE_ZERO, ct);
+    tcsparseCreateDnMat(&c.tcA, M, K, K, d_A, ab, TCSPARSE_ORDER_ROW);
+    tcsparseCreateDnMat(&c.tcB, K, N, K, d_B, ab, TCSPARSE_ORDER_COL);
+
+    tcsparseMetcfStats_t st;
+    double t0 = now_ms();
+    int have_plan = tcsparseSpMatGetMetcfStats(c.tc, c.tcC, &st) == TCSPARSE_STATUS_SUCCESS;
+    double conv_ms = now_ms() - t0;
+    if (!have_plan)
+        fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
+
+    float ms[V_COUNT];
+    double err[V_COUNT], *ref = NULL;
+    char route_kernel[64] = "";
+    for (int v = V_COUNT - 1; v >= 0; v--) { /* cuSPARSE first: its result is the reference */
+        ms[v] = -1;
+        err[v] = NAN;
+        if (prepare_variant(&c, v)) {
+            cudaGetLastError();
+            continue;
+        }
+        CK(cudaMemset(d_C, 0xff, (size_t)nnz * tsize(ct))); /* NaN poison: beta = 0 */
+        if (run_variant(&c, v)) {
+            cudaGetLastError();
+            continue;
+        }
+        CK(cudaDeviceSynchronize());
+        if (o->check) {
+            double *out = download(d_C, (size_t)nnz, ct);
+            if (v == V_CUSPARSE)
+                ref = out;
+            else {
+                if (ref)
+                    err[v] = rel_err(ref, out, (size_t)nnz);
+                free(out);
+            }
+        }
+        if (v == V_ROUTED) {
+            tcsparseRouteInfo_t ri;
+            tcsparseGetLastRoute(c.tc, &ri);
+            snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
+        }
+        ms[v] = time_variant(&c, v, o);
+    }
+    free(ref);
+    /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
+    /* the automatic route's statistic (src/route_sddmm.c) */
+    const double per_win = have_plan && st.windows > st.empty_windows
+                               ? (double)nnz / (double)(st.windows - st.empty_windows) : 0.0;
+    const double flop = 2.0 * (double)nnz * K;
+    const double bytes = (double)(M + N) * K * tsize(ab) + (double)nnz * (4 + tsize(ct)) +
+                         4.0 * (double)(M + 1);
+    printf("%-28s nnz=%-10lld K=%-4d %-6s conv=%.2fms nnz/blk=%.2f nnz/win=%.1f route=%s\n",
+           input, (long long)nnz, K, prec, conv_ms, have_plan ? st.mean_nnz_per_block : 0.0,
+           per_win, route_kernel);
+    for (int v = 0; v < V_COUNT; v++) {
+        if (ms[v] < 0) {
+            printf("    %-12s %10s\n", vname[v], "n/a");
+            continue;
+        }
+        const double x = ms[V_CUSPARSE] > 0 ? ms[V_CUSPARSE] / ms[v] : NAN;
+        printf("    %-12s %10.4f ms %9.1f GFLOP/s %7.1f GB/s  x%.2f vs cusparse", vname[v], ms[v],
+               flop / ms[v] / 1e6, bytes / ms[v] / 1e6, x);
+        if (o->check && !isnan(err[v]))
+            printf("  relerr=%.2e", err[v]);
+        printf("\n");
+        if (o->csv)
+            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.1f,%.3f,%.3e,%.3f,%.3f,%.2f,%s\n",
+                    input, (long long)M, (long long)N, (long long)nnz, K, prec, vname[v], ms[v],
+                    flop / ms[v] / 1e6, bytes / ms[v] / 1e6, x, err[v], conv_ms,
+                    have_plan ? st.mean_nnz_per_block : 0.0, per_win, route_kernel);
+    }
+    fflush(stdout);
+    for (int v = 0; v < V_COUNT; v++)
+        cudaFree(c.buf[v]);
+    cusparseDestroySpMat(c.cuC);
+    cusparseDestroyDnMat(c.cuA);
+    cusparseDestroyDnMat(c.cuB);
+    tcsparseDestroySpMat(c.tcC);
+    tcsparseDestroyDnMat(c.tcA);
+    tcsparseDestroyDnMat(c.tcB);
+    tcsparseDestroy(c.tc);
+    cusparseDestroy(c.cu);
+    cudaEventDestroy(c.e0);
+    cudaEventDestroy(c.e1);
+    cudaFree(d_off);
+    cudaFree(d_col);
+    cudaFree(d_A);
+    cudaFree(d_B);
+    cudaFree(d_C);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tcsparse-bench-sddmm [options] [INPUT...]\n"
+            "  INPUT        C's pattern: Matrix Market file (.mtx, .mtx.gz) or generator spec\n"
+            "               (rmat:SCALE:EF, uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT,\n"
+            "               diag:FILE:COPIES); default " DEFAULT_INPUT "\n"
+            "  -k LIST      K values (inner dimension), comma separated (default 32,128,256)\n"
+            "  -p LIST      precisions: f32 (3xTF32), tf32, f16 (FP16 A, B, C), f16f32 (FP16 A, B,\n"
+            "               FP32 C) (default f32,tf32)\n"
+            "  -r REPS      timed runs per variant, median reported (default 30)\n"
+            "  -w WARM      warm-up runs (default 5)\n"
+            "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
+            "               line stands for the directory in TC_DATA_DIR\n"
+            "  --csv FILE   also write CSV rows to FILE\n"
+            "  --no-check   skip the comparison against cuSPARSE's result\n");
+}
+
+/* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
+ * $DATA is the directory in TC_DATA_DIR. */
+static const char *expand_data(const char *line, char *out, size_t n)
+{
+    const char *dir = getenv("TC_DATA_DIR"), *at = strstr(line, "$DATA/");
+    if (at == NULL)
+        return line;
+    snprintf(out, n, "%.*s%s/%s", (int)(at - line), line, dir ? dir : ".", at + 6);
+    return out;
+}
+
+static int run_input(const char *in, const opts_t *o)
+{
+    tc_csr m;
+    char err[256];
+    if (tc_csr_load(in, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "tcsparse-bench-sddmm: %s\n", err);
+        return 1;
+    }
+    for (int p = 0; p < o->np; p++)
+        for (int i = 0; i < o->nk; i++)
+            bench_one(in, &m, o->precs[p], o->ks[i], o);
+    tc_csr_free(&m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.ks = {32, 128, 256}, .nk = 3, .precs = {"f32", "tf32"}, .np = 2, .reps = 30,
+                .warm = 5, .check = 1};
+    const char *inputs[256];
+    int ninputs = 0, rc = 0;
+    const char *suite = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "-k") || !strcmp(a, "-p") || !strcmp(a, "-r") || !strcmp(a, "-w") ||
+             !strcmp(a, "--suite") || !strcmp(a, "--csv")) && i + 1 >= argc) {
+            fprintf(stderr, "tcsparse-bench-sddmm: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-k")) {
+            o.nk = 0;
+            for (char *s = strtok(argv[++i], ","); s && o.nk < 16; s = strtok(NULL, ","))
+                if ((o.ks[o.nk++] = atoi(s)) <= 0) {
+                    fprintf(stderr, "tcsparse-bench-sddmm: bad K '%s'\n", s);
+                    return 2;
+                }
+        } else if (!strcmp(a, "-p")) {
+            o.np = 0;
+            for (char *s = strtok(argv[++i], ","); s && o.np < 4; s = strtok(NULL, ",")) {
+                if (strcmp(s, "f32") && strcmp(s, "tf32") && strcmp(s, "f16") && strcmp(s, "f16f32")) {
+                    fprintf(stderr, "tcsparse-bench-sddmm: unknown precision '%s'\n", s);
+                    return 2;
+                }
+                snprintf(o.precs[o.np++], sizeof o.precs[0], "%s", s);
+            }
+        } else if (!strcmp(a, "-r")) {
+            o.reps = atoi(argv[++i]);
+        } else if (!strcmp(a, "-w")) {
+            o.warm = atoi(argv[++i]);
+        } else if (!strcmp(a, "--suite")) {
+            suite = argv[++i];
+        } else if (!strcmp(a, "--csv")) {
+            o.csv = fopen(argv[++i], "w");
+            if (!o.csv) {
+                perror(argv[i]);
+                return 2;
+            }
+            fprintf(o.csv, "input,rows,cols,nnz,K,prec,variant,ms,gflops,gbps,x_cusparse,"
+                           "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route\n");
+        } else if (!strcmp(a, "--no-check")) {
+            o.check = 0;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "tcsparse-bench-sddmm: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        } else if (ninputs < 256) {
+            inputs[ninputs++] = a;
+        }
+    }
+    if (o.reps < 1) o.reps = 1;
+    if (o.warm < 0) o.warm = 0;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("tcsparse-bench-sddmm: no CUDA device on this machine; nothing to time "
+               "(tcsparse-inspect shows the ME-TCF statistics without a GPU)\n");
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s (sm_%d%d, %d SMs), median of %d runs after %d warm-up\n", prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount, o.reps, o.warm);
+    if (suite) {
+        FILE *f = fopen(suite, "r");
+        if (!f) {
+            perror(suite);
+            return 2;
+        }
+        char line[1024], expanded[2048];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] == '\0' || line[0] == '#')
+                continue;
+            rc |= run_input(expand_data(line, expanded, sizeof expanded), &o);
+        }
+        fclose(f);
+    }
+    if (ninputs == 0 && !suite)
+        inputs[ninputs++] = DEFAULT_INPUT;
+    for (int i = 0; i < ninputs; i++)
+        rc |= run_input(inputs[i], &o);
+    if (o.csv)
+        fclose(o.csv);
+    return rc;
+}
