@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Summarises tcsparse-bench CSV files into the tables of docs/performance.md.
-usage: summarize.py large|small|f16 FILE.csv"""
+"""Summarises tcsparse-bench / tcsparse-bench-sddmm CSV files into the tables of
+docs/performance.md.
+usage: summarize.py large|small|f16|sddmm FILE.csv"""
 import csv, collections, math, sys
 
 def load(path):
     d = collections.defaultdict(dict)
     for r in csv.DictReader(open(path)):
         name = r['input'].split('/')[-1].replace('.mtx.gz', '')
-        d[(name, int(r['N']), r['prec'])][r['variant']] = r
+        d[(name, int(r['N'] if 'N' in r else r['K']), r['prec'])][r['variant']] = r
     return d
 
 def ms(v, n):
@@ -23,7 +24,26 @@ order = []
 for k in d:
     if k[0] not in order:
         order.append(k[0])
-if mode in ('large', 'f16'):
+if mode == 'sddmm':
+    for prec in ('tf32', 'f32'):
+        for K in sorted({k[1] for k in d if k[2] == prec}):
+            print(f"\n**{prec}, K = {K}** (ms; speed-up = cusparseSDDMM time / time)\n")
+            print("| matrix | nnz | nnz/block | cusparseSDDMM | TC base | TC balanced | routed (path) | TC best ÷ cuSPARSE | routed ÷ cuSPARSE |")
+            print("|---|---|---|---|---|---|---|---|---|")
+            r1, r2 = [], []
+            for name in order:
+                v = d.get((name, K, prec))
+                if not v:
+                    continue
+                cu = ms(v, 'cusparse')
+                tc = min(ms(v, 'tc-base'), ms(v, 'tc-balanced'))
+                ro = ms(v, 'routed')
+                r1.append(cu / tc); r2.append(cu / ro)
+                rr = v['routed']
+                path_ = 'TC' if rr['route'].startswith('tc_') else 'cuSP'
+                print(f"| {name} | {int(rr['nnz']):,} | {float(rr['nnz_per_block']):.2f} | {cu:.3f} | {ms(v,'tc-base'):.3f} | {ms(v,'tc-balanced'):.3f} | {ro:.3f} ({path_}) | {cu/tc:.2f} | {cu/ro:.2f} |")
+            print(f"| **geomean** | | | | | | | **{geo(r1):.2f}** | **{geo(r2):.2f}** |")
+elif mode in ('large', 'f16'):
     precs = sorted({k[2] for k in d}, key=lambda p: ['tf32', 'f32', 'f16', 'bf16'].index(p))
     for prec in precs:
         for N in sorted({k[1] for k in d if k[2] == prec}):
