@@ -54,6 +54,19 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
                 d->reason);
 }
 
+void tc_route_scalars(tcsparseHandle_t h, const void *alpha, const void *beta,
+                      const float **alpha_dev, const float **beta_dev, float *alpha_host,
+                      float *beta_host)
+{
+    if (h->pointer_mode == TCSPARSE_POINTER_MODE_DEVICE) {
+        *alpha_dev = alpha;
+        *beta_dev = beta;
+    } else {
+        *alpha_host = *(const float *)alpha;
+        *beta_host = *(const float *)beta;
+    }
+}
+
 int tc_route_ab_type(cudaDataType t)
 {
     switch (t) {
@@ -198,13 +211,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     a.ldb = B->ld;
     a.C = C->values;
     a.ldc = C->ld;
-    if (h->pointer_mode == TCSPARSE_POINTER_MODE_DEVICE) {
-        a.alpha_dev = alpha;
-        a.beta_dev = beta;
-    } else {
-        a.alpha = *(const float *)alpha;
-        a.beta = *(const float *)beta;
-    }
+    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
     if (d->path == TCSPARSE_PATH_TC_BALANCED) {
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;

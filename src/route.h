@@ -18,6 +18,11 @@ tcsparseRoute_t tc_route_effective(tcsparseHandle_t h);
 /* Stores d as the handle's last route (tcsparseGetLastRoute) and logs it when TCSPARSE_LOG
  * is set. */
 void tc_route_record(tcsparseHandle_t h, const tc_decision *d);
+/* The kernels' alpha/beta (FP32 compute): device pointers in device pointer mode (never read
+ * on the host), values otherwise. */
+void tc_route_scalars(tcsparseHandle_t h, const void *alpha, const void *beta,
+                      const float **alpha_dev, const float **beta_dev, float *alpha_host,
+                      float *beta_host);
 /* TC_T_* of a cudaDataType the tensor-core kernels take (kernels/kernels.h), -1 otherwise. */
 int tc_route_ab_type(cudaDataType t);
 

@@ -114,13 +114,7 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
     a.B = B->values;
     a.ldb = B->ld;
     a.C = C->values;
-    if (h->pointer_mode == TCSPARSE_POINTER_MODE_DEVICE) {
-        a.alpha_dev = alpha;
-        a.beta_dev = beta;
-    } else {
-        a.alpha = *(const float *)alpha;
-        a.beta = *(const float *)beta;
-    }
+    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
     if (d->path == TCSPARSE_PATH_TC_BALANCED) {
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
