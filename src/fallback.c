@@ -7,6 +7,11 @@
 #include "error.h"
 #include "fallback.h"
 
+tc_cusparse_entry_points tc_cusparse_real = {
+    cusparseSpMM_bufferSize,  cusparseSpMM_preprocess,  cusparseSpMM,
+    cusparseSDDMM_bufferSize, cusparseSDDMM_preprocess, cusparseSDDMM,
+};
+
 tcsparseStatus_t tc_handle_cusparse(tcsparseHandle_t h, cusparseHandle_t *out)
 {
     if (h->cusp != NULL) {
@@ -229,7 +234,7 @@ tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperat
     tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSpMM_bufferSize(c.h, (cusparseOperation_t)opA,
+    return tc_error_cusparse(tc_cusparse_real.spmm_buffer_size(c.h, (cusparseOperation_t)opA,
                                                      (cusparseOperation_t)opB, alpha, c.sp, c.d1,
                                                      beta, c.d2, ct, (cusparseSpMMAlg_t)alg, size),
                              "cusparseSpMM_bufferSize");
@@ -246,7 +251,7 @@ tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperati
     tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSpMM_preprocess(c.h, (cusparseOperation_t)opA,
+    return tc_error_cusparse(tc_cusparse_real.spmm_preprocess(c.h, (cusparseOperation_t)opA,
                                                      (cusparseOperation_t)opB, alpha, c.sp, c.d1,
                                                      beta, c.d2, ct, (cusparseSpMMAlg_t)alg,
                                                      buffer),
@@ -263,7 +268,7 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSpMM(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
+    return tc_error_cusparse(tc_cusparse_real.spmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                           alpha, c.sp, c.d1, beta, c.d2, ct,
                                           (cusparseSpMMAlg_t)alg, buffer),
                              "cusparseSpMM");
@@ -280,7 +285,7 @@ tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOpera
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSDDMM_bufferSize(c.h, (cusparseOperation_t)opA,
+    return tc_error_cusparse(tc_cusparse_real.sddmm_buffer_size(c.h, (cusparseOperation_t)opA,
                                                       (cusparseOperation_t)opB, alpha, c.d1, c.d2,
                                                       beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
                                                       size),
@@ -298,7 +303,7 @@ tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperat
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSDDMM_preprocess(c.h, (cusparseOperation_t)opA,
+    return tc_error_cusparse(tc_cusparse_real.sddmm_preprocess(c.h, (cusparseOperation_t)opA,
                                                       (cusparseOperation_t)opB, alpha, c.d1, c.d2,
                                                       beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
                                                       buffer),
@@ -315,7 +320,7 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    return tc_error_cusparse(cusparseSDDMM(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
+    return tc_error_cusparse(tc_cusparse_real.sddmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                            alpha, c.d1, c.d2, beta, c.sp, ct,
                                            (cusparseSDDMMAlg_t)alg, buffer),
                              "cusparseSDDMM");

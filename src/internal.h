@@ -28,6 +28,12 @@ struct tcsparseContext {
     int sm_count;         /* of that device, 0 before */
     int cc_major, cc_minor;
     tcsparseRouteInfo_t last_route;
+    /* Set by the cuSPARSE interposer on its private handles: where the route picks cuSPARSE,
+     * the execute and preprocess calls return at once with `deferred` set instead of calling
+     * cuSPARSE, so that the interposer calls the real cuSPARSE with the caller's own
+     * arguments. */
+    int defer_cusparse;
+    int deferred;
 };
 
 struct tcsparseSpMatDescr {

@@ -127,6 +127,17 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         *out = md->plan;
         return TCSPARSE_STATUS_SUCCESS;
     }
+    /* Building synchronises the stream, which would invalidate a capture into a CUDA graph:
+     * inside one, the caller routes to cuSPARSE until _preprocess (or an uncaptured call)
+     * has built the plan. */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess ||
+        cap != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the stream is capturing and the tensor-core plan is not built yet "
+                            "(call _preprocess before the capture)");
+    }
     tc_plan_invalidate(md);
     struct tc_plan *p = calloc(1, sizeof *p);
     if (p == NULL)

@@ -163,8 +163,11 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_route_record(h, &d);
-    /* cuSPARSE's own preprocessing too, so that either path can execute afterwards. */
-    st = tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
+     * interposer calls the real one itself). */
+    h->deferred = h->defer_cusparse;
+    st = h->deferred ? TCSPARSE_STATUS_SUCCESS
+                     : tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
@@ -186,7 +189,8 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     if (d.path != TCSPARSE_PATH_CUSPARSE)
         st = tc_sddmm_tc(h, alpha, A, B, beta, C, plan, &d);
     tc_route_record(h, &d);
-    if (d.path == TCSPARSE_PATH_CUSPARSE)
+    h->deferred = d.path == TCSPARSE_PATH_CUSPARSE && h->defer_cusparse;
+    if (d.path == TCSPARSE_PATH_CUSPARSE && !h->deferred)
         st = tc_fallback_sddmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     return st;
 }
