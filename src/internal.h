@@ -34,6 +34,7 @@ struct tcsparseContext {
      * arguments. */
     int defer_cusparse;
     int deferred;
+    int quiet; /* no TCSPARSE_LOG line from the route: the interposer prints its own */
 };
 
 struct tcsparseSpMatDescr {

@@ -48,7 +48,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
     r->predicted_tc_us = -1.0;
     r->predicted_cusparse_us = -1.0;
     const char *log = getenv("TCSPARSE_LOG");
-    if (log != NULL && log[0] != '\0' && strcmp(log, "0") != 0)
+    if (!h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0)
         fprintf(stderr, "tcsparse: %s -> %s (%s)\n",
                 d->path == TCSPARSE_PATH_CUSPARSE ? "cusparse" : "tensor cores", d->kernel,
                 d->reason);

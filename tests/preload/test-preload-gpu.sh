@@ -1,0 +1,32 @@
+#!/bin/sh
+# The interposer with real cuSPARSE work (GPU machine; skipped without a GPU): the sample
+# client passes alone, under the interposer with the automatic route, with the route forced to
+# the tensor cores (where the log must show them taken for the row-major SpMM, the captured
+# SpMM and the SDDMM, and cuSPARSE for column-major B/C), and as a pass-through.
+set -u
+so=${TC_PRELOAD_SO:?} b=${TC_BUILDDIR:?}
+client=$b/tests/preload/sample_client
+fail=0
+tmp=`mktemp -d` || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+err() { echo "test-preload-gpu: FAIL: $*"; fail=1; }
+
+"$client" > alone.out 2>&1
+rc=$?
+cat alone.out
+test $rc -eq 77 && exit 77
+test $rc -eq 0 || err "sample_client fails without the interposer"
+
+for mode in auto tc cusparse; do
+  LD_PRELOAD=$so TCSPARSE_LOG=1 TCSPARSE_ROUTE=$mode "$client" > $mode.out 2> $mode.err ||
+    { err "sample_client fails under the interposer, route $mode"; }
+  echo "== route $mode"; cat $mode.out $mode.err
+done
+grep -q 'cusparseSpMM -> cusparse (column-major B or C)' tc.err ||
+  err "column-major SpMM not sent to cuSPARSE"
+n=`grep -c 'cusparseSpMM -> tc_spmm' tc.err`
+test "$n" -ge 3 || err "forced route: $n tensor-core SpMM calls, expected 3 (ALG2, ALG3, graph)"
+grep -q 'cusparseSDDMM -> tc_sddmm' tc.err || err "forced route: SDDMM not on tensor cores"
+grep -q 'cusparseSpMM -> cusparse (pass-through)' cusparse.err || err "no pass-through"
+exit $fail
