@@ -38,10 +38,25 @@ __global__ void tc_fingerprint_kernel(const uint32_t *__restrict__ words, uint64
 extern "C" int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
                                    cudaStream_t stream, uint64_t *fp)
 {
-    unsigned long long *d = nullptr, h = 0;
-    if (cudaMalloc(&d, sizeof *d) != cudaSuccess)
+    // One device word and one pinned host word per device, kept for the process: the
+    // fingerprint is taken on every adoption of a kept plan, so it must not allocate.
+    // The caller holds the interposer's lock.
+    static unsigned long long *dword[64], *hword[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
         goto fail;
-    if (cudaMemsetAsync(d, 0, sizeof *d, stream) != cudaSuccess)
+    if (dword[dev] == nullptr) {
+        if (cudaMalloc(&dword[dev], sizeof *dword[dev]) != cudaSuccess) {
+            dword[dev] = nullptr;
+            goto fail;
+        }
+        if (cudaMallocHost(&hword[dev], sizeof *hword[dev]) != cudaSuccess) {
+            cudaFree(dword[dev]);
+            dword[dev] = hword[dev] = nullptr;
+            goto fail;
+        }
+    }
+    if (cudaMemsetAsync(dword[dev], 0, sizeof *dword[dev], stream) != cudaSuccess)
         goto fail;
     for (int part = 0; part < 2; part++) {
         const void *p = part == 0 ? a : b;
@@ -52,19 +67,18 @@ extern "C" int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b,
         if (blocks > 1024)
             blocks = 1024;
         tc_fingerprint_kernel<<<(unsigned)blocks, 256, 0, stream>>>(
-            static_cast<const uint32_t *>(p), n, part == 0 ? 0x1234567ull : 0x7654321ull, d);
+            static_cast<const uint32_t *>(p), n, part == 0 ? 0x1234567ull : 0x7654321ull,
+            dword[dev]);
         if (cudaGetLastError() != cudaSuccess)
             goto fail;
     }
-    if (cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+    if (cudaMemcpyAsync(hword[dev], dword[dev], sizeof *hword[dev], cudaMemcpyDeviceToHost,
+                        stream) != cudaSuccess ||
         cudaStreamSynchronize(stream) != cudaSuccess)
         goto fail;
-    cudaFree(d);
-    *fp = (uint64_t)h ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
+    *fp = (uint64_t)*hword[dev] ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
     return 0;
 fail:
     (void)cudaGetLastError();
-    if (d != nullptr)
-        cudaFree(d);
     return -1;
 }

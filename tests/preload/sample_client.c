@@ -7,7 +7,8 @@
  *
  * Cases: SpMM with column-major B/C and ALG_DEFAULT; row-major with CSR_ALG2; row-major with
  * _preprocess + CSR_ALG3; SDDMM with A row-major and B column-major; SpMM captured into a
- * CUDA graph (after a first uncaptured call) and replayed.  Exit 77 without a GPU. */
+ * CUDA graph (after a first uncaptured call) and replayed; a new descriptor over the same
+ * arrays, then over the same arrays holding another matrix.  Exit 77 without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -290,9 +291,47 @@ int main(void)
         free(sref);
     }
 
+    /* 6. a descriptor per product, as PyTorch does: a new descriptor over the same arrays
+     * (the interposer may reuse the plan), then another matrix with the same sizes written
+     * into the same arrays (a reused plan would give wrong results). */
+    CHECK_CUSPARSE(cusparseDestroySpMat(matA));
+    for (int rebuilt = 0; rebuilt < 2; rebuilt++) {
+        if (rebuilt) {
+            /* same row lengths, other columns: each row's columns drawn again */
+            for (int r = 0; r < M; r++) {
+                int len = hoff[r + 1] - hoff[r], c = (int)((urand() + 1.0) * 0.5 * (K - len));
+                for (int p = hoff[r]; p < hoff[r + 1]; p++)
+                    hcol[p] = c++;
+            }
+            CHECK_CUDA(cudaMemcpy(dcol, hcol, sizeof(int) * nnz, cudaMemcpyHostToDevice));
+            memset(ref, 0, sizeof(double) * (size_t)M * N);
+            for (int r = 0; r < M; r++)
+                for (int p = hoff[r]; p < hoff[r + 1]; p++)
+                    for (int j = 0; j < N; j++)
+                        ref[(size_t)r * N + j] += (double)hval[p] * hB[(size_t)hcol[p] * N + j];
+        }
+        CHECK_CUSPARSE(cusparseCreateCsr(&matA, M, K, nnz, doff, dcol, dval, CUSPARSE_INDEX_32I,
+                                         CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                         CUDA_R_32F));
+        size_t bytes = 0;
+        void *buf = NULL;
+        CHECK_CUSPARSE(cusparseSpMM_bufferSize(handle, NT, NT, &alpha, matA, matB, &beta, matC,
+                                               CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, &bytes));
+        CHECK_CUDA(cudaMalloc(&buf, bytes ? bytes : 1));
+        CHECK_CUDA(cudaMemsetAsync(dC, 0xff, sizeof(float) * (size_t)M * N, stream));
+        CHECK_CUSPARSE(cusparseSpMM(handle, NT, NT, &alpha, matA, matB, &beta, matC, CUDA_R_32F,
+                                    CUSPARSE_SPMM_CSR_ALG2, buf));
+        CHECK_CUDA(cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)M * N, cudaMemcpyDeviceToHost,
+                                   stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        report(rebuilt ? "spmm new descr, new matrix" : "spmm new descr, same arrays",
+               relerr(hC, ref, (size_t)M * N));
+        CHECK_CUDA(cudaFree(buf));
+        CHECK_CUSPARSE(cusparseDestroySpMat(matA));
+    }
+
     CHECK_CUSPARSE(cusparseDestroyDnMat(matB));
     CHECK_CUSPARSE(cusparseDestroyDnMat(matC));
-    CHECK_CUSPARSE(cusparseDestroySpMat(matA));
     CHECK_CUSPARSE(cusparseDestroy(handle));
     CHECK_CUDA(cudaStreamDestroy(stream));
     cudaFree(doff);

@@ -26,7 +26,11 @@ done
 grep -q 'cusparseSpMM -> cusparse (column-major B or C)' tc.err ||
   err "column-major SpMM not sent to cuSPARSE"
 n=`grep -c 'cusparseSpMM -> tc_spmm' tc.err`
-test "$n" -ge 3 || err "forced route: $n tensor-core SpMM calls, expected 3 (ALG2, ALG3, graph)"
+test "$n" -ge 5 || err "forced route: $n tensor-core SpMM calls, expected 5"
 grep -q 'cusparseSDDMM -> tc_sddmm' tc.err || err "forced route: SDDMM not on tensor cores"
 grep -q 'cusparseSpMM -> cusparse (pass-through)' cusparse.err || err "no pass-through"
+grep -q 'kept plan adopted by a new descriptor (fingerprint matches)' tc.err ||
+  err "the plan of a destroyed descriptor was not reused"
+grep -q 'kept plan dropped: the arrays hold another structure now' tc.err ||
+  err "a matrix rebuilt in the same arrays was not detected"
 exit $fail
