@@ -68,6 +68,12 @@ typedef struct {
     int64_t blocks_per_window_hist[16];
     int64_t metcf_bytes;         /**< win_off + blk_off + blk_pos + blk_col + value index */
     int64_t csr_bytes;           /**< CSR with int32 indices and offsets, no values */
+    /* Row reordering (docs/reorder.md); zero when reordering was off for the plan. */
+    int32_t reorder_mode;        /**< tcsparseReorder_t in effect (OFF, AUTO or ALWAYS) */
+    int32_t reorder_ordering;    /**< tcsparseOrdering_t kept; 0 = caller's order */
+    double reorder_ms;           /**< host time spent choosing (copy, orderings, counts) */
+    double reorder_nnz_per_block_before; /**< nonzeros per block in the caller's order */
+    double reorder_nnz_per_block_after;  /**< with the ordering kept */
 } tcsparseMetcfStats_t;
 
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
@@ -85,6 +91,49 @@ tcsparseStatus_t tcsparseGetLastRoute(tcsparseHandle_t handle, tcsparseRouteInfo
 tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,
                                             tcsparseConstSpMatDescr_t spMatDescr,
                                             tcsparseMetcfStats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- row reordering (docs/reorder.md) --------------------------------------------------- */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Whether the tensor-core plan of a sparse matrix reorders its rows.  Only the plan's rows
+ *  move: B, C and the values array keep the caller's order and results are the same (within
+ *  the precision's bound). */
+typedef enum {
+    /** The environment variable TCSPARSE_REORDER decides: 0/off (also when unset), 1/auto,
+     *  always, or an ordering name (cluster, first-col, degree, minhash: that one, forced). */
+    TCSPARSE_REORDER_DEFAULT = 0,
+    TCSPARSE_REORDER_OFF = 1,
+    /** Keep the best ordering when it needs at least TCSPARSE_REORDER_MIN_GAIN percent
+     *  (default 10) fewer 16x8 blocks than the caller's order. */
+    TCSPARSE_REORDER_AUTO = 2,
+    /** Keep the best ordering other than the caller's, whatever it gains (measurements). */
+    TCSPARSE_REORDER_ALWAYS = 3
+} tcsparseReorder_t;
+
+/** Orderings a plan may keep (tcsparseMetcfStats_t::reorder_ordering). */
+typedef enum {
+    TCSPARSE_ORDERING_IDENTITY = 0,  /**< the caller's order */
+    TCSPARSE_ORDERING_CLUSTER = 1,   /**< DTC-SpMM's two-level MinHash LSH clustering */
+    TCSPARSE_ORDERING_FIRST_COL = 2, /**< by first column, then degree */
+    TCSPARSE_ORDERING_DEGREE = 3,    /**< by degree descending, then first column */
+    TCSPARSE_ORDERING_MINHASH = 4    /**< by one MinHash of the column set, then degree */
+} tcsparseOrdering_t;
+
+/** Sets the reordering of the descriptor's tensor-core plan; a change drops a plan already
+ *  built (the next call builds it again).  Unknown values give INVALID_VALUE. */
+tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
+                                         tcsparseReorder_t mode);
+tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
+                                         tcsparseReorder_t *mode);
+/** "identity", "cluster", "first-col", "degree" or "minhash"; NULL when out of range. */
+const char *tcsparseGetOrderingName(tcsparseOrdering_t ordering);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,9 @@ typedef struct {
     const void *indices;     /* CSR column indices, CSC row indices, COO column indices */
     int offsets_64, indices_64;
     int base;
+    /* device, rows entries, or NULL: the window position of each row (a permutation; row r
+     * becomes row row_new[r] of the plan, which then keeps win_row) */
+    const int32_t *row_new;
 } tc_convert_input;
 
 /* ME-TCF in device memory (int32 arrays: rows, cols and nnz below 2^31). */
@@ -33,9 +36,13 @@ typedef struct {
     uint8_t *blk_pos;   /* nnz */
     int32_t *blk_col;   /* blocks*8, -1 = padding */
     int32_t *val_idx;   /* nnz: position in the caller's values array */
+    int32_t *win_row;   /* windows*16 or NULL (rows not reordered): the caller's row of each
+                         * window row, -1 past the last row; kernels read and write row
+                         * win_row[w*16+i] instead of w*16+i */
 } tc_dev_metcf;
 
-/* Builds ME-TCF on the GPU.  Synchronises the stream twice: once to size the block arrays
+/* Builds ME-TCF on the GPU (rows permuted by in->row_new when not NULL; val_idx still
+ * indexes the caller's values array).  Synchronises the stream twice: once to size the block arrays
  * (when the validation flags and, if host_win_off is not NULL, a host copy of the window
  * offsets, windows+1 entries, come back too) and once at the end, so that the plan may be
  * used on any stream.  Invalid input (offsets, indices out of range, duplicates) gives
@@ -44,6 +51,31 @@ tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
                                 int32_t *host_win_off, cudaStream_t stream, char *err,
                                 size_t errlen);
 void tc_dev_metcf_free(tc_dev_metcf *m);
+
+/* ---- conversion with row reordering (host code: src/reorder.c, docs/reorder.md) ---- */
+
+struct tcsparseSpMatDescr;
+struct tc_plan;
+
+/* What a plan records about its reordering (tcsparseMetcfStats_t's reorder_* fields). */
+typedef struct {
+    int mode;       /* tcsparseReorder_t in effect: OFF, AUTO or ALWAYS */
+    int ordering;   /* tcsparseOrdering_t kept; 0: the caller's order */
+    double ms;      /* host wall time of copying the structure and choosing */
+    int64_t blocks_before, blocks_after; /* caller's order and kept ordering; 0 when off */
+} tc_reorder_info;
+
+/* tc_convert_gpu (same arguments and results) after choosing a row ordering, when the
+ * descriptor's reordering mode asks for one: the plan then has win_row.  With the mode OFF
+ * it is exactly tc_convert_gpu.  A structure that is invalid is left to tc_convert_gpu to
+ * report, unreordered. */
+tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
+                                    const tc_convert_input *in, tc_dev_metcf *out,
+                                    int32_t *host_win_off, cudaStream_t stream,
+                                    tc_reorder_info *info, char *err, size_t errlen);
+/* Copies info into the plan's statistics (after they are computed) and counts win_row in
+ * the plan's device bytes. */
+void tc_reorder_plan_done(struct tc_plan *p, const tc_reorder_info *info);
 
 /* ---- SpMM -------------------------------------------------------------------------- */
 
@@ -113,6 +145,10 @@ tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t stream, ch
                                  size_t errlen);
 /* Name of the kernel tc_sddmm_launch would run, for logs. */
 const char *tc_sddmm_kernel_name(const tc_sddmm_args *a);
+/* Maximum number of resident thread blocks per SM of the kernel tc_sddmm_launch would run
+ * (the selector's schedule simulation); reads only the types and K of a.  Without a usable
+ * device it returns TCSPARSE_STATUS_ARCH_MISMATCH and leaves *blocks_per_sm 0. */
+tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *blocks_per_sm);
 
 #ifdef __cplusplus
 }

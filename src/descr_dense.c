@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "error.h"
 #include "fallback.h"
+#include "plan.h"
 
 static tcsparseStatus_t tc_dnmat_create(const char *fn, int is_const,
                                         struct tcsparseDnMatDescr **out, int64_t rows,
@@ -87,7 +88,7 @@ tcsparseStatus_t tcsparseDestroyDnMat(tcsparseConstDnMatDescr_t dnMatDescr)
     struct tcsparseDnMatDescr *d = (struct tcsparseDnMatDescr *)dnMatDescr;
     tc_dnmat_cusparse_release(d);
     d->magic = TC_MAGIC_DEAD;
-    free(d);
+    tc_retire(d); /* kept a while, so that a use after destroy reads the wiped magic */
     return TCSPARSE_STATUS_SUCCESS;
 }
 

@@ -117,6 +117,10 @@ static tcsparseStatus_t tc_spmat_create(const char *fn, tcsparseFormat_t fmt, in
     struct tcsparseSpMatDescr *d = calloc(1, sizeof *d);
     if (d == NULL)
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "%s: out of host memory", fn);
+    if (pthread_mutex_init(&d->mu, NULL) != 0) {
+        free(d);
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "%s: cannot create a mutex", fn);
+    }
     d->magic = TC_MAGIC_SPMAT;
     d->is_const = is_const;
     d->format = fmt;
@@ -221,10 +225,14 @@ tcsparseStatus_t tcsparseDestroySpMat(tcsparseConstSpMatDescr_t spMatDescr)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseDestroySpMat: spMatDescr is not a live sparse descriptor");
     struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
+    /* The lock waits for a plan eviction that holds it (plan.c); calls on d must be over. */
+    pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
     tc_spmat_cusparse_release(d);
     d->magic = TC_MAGIC_DEAD;
-    free(d);
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_destroy(&d->mu);
+    tc_retire(d); /* kept a while, so that a use after destroy reads the wiped magic */
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -380,10 +388,12 @@ static tcsparseStatus_t tc_spmat_set_pointers(const char *fn, struct tcsparseSpM
     st = tc_check_alignment(fn, off, idx, val, d->offsets_type, d->indices_type, d->value_type);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
     d->offsets = off;
     d->indices = idx;
     d->values = val;
+    pthread_mutex_unlock(&d->mu);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -519,11 +529,13 @@ tcsparseStatus_t tcsparseSpMatGetStridedBatch(tcsparseConstSpMatDescr_t spMatDes
 static void tc_spmat_set_batch(struct tcsparseSpMatDescr *d, int count, int64_t off_stride,
                                int64_t val_stride)
 {
+    pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
     tc_spmat_cusparse_release(d);
     d->batch_count = count;
     d->offsets_batch_stride = off_stride;
     d->values_batch_stride = val_stride;
+    pthread_mutex_unlock(&d->mu);
 }
 
 tcsparseStatus_t tcsparseCooSetStridedBatch(tcsparseSpMatDescr_t spMatDescr, int batchCount,
@@ -562,12 +574,13 @@ tcsparseStatus_t tcsparseCsrSetStridedBatch(tcsparseSpMatDescr_t spMatDescr, int
     if (batchCount < 1)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "%s: batchCount (%d) must be >= 1",
                             fn, batchCount);
-    int64_t noff = (spMatDescr->format == TCSPARSE_FORMAT_CSR ? spMatDescr->rows
-                                                               : spMatDescr->cols) + 1;
-    if (offsetsBatchStride < 0 || (offsetsBatchStride != 0 && offsetsBatchStride < noff))
+    /* rows + 1 offsets, compared without forming rows + 1 (64-bit rows may be INT64_MAX) */
+    int64_t major = spMatDescr->format == TCSPARSE_FORMAT_CSR ? spMatDescr->rows
+                                                               : spMatDescr->cols;
+    if (offsetsBatchStride < 0 || (offsetsBatchStride != 0 && offsetsBatchStride - 1 < major))
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                            "%s: offsetsBatchStride (%lld) must be 0 or >= %lld offsets", fn,
-                            (long long)offsetsBatchStride, (long long)noff);
+                            "%s: offsetsBatchStride (%lld) must be 0 or >= %lld + 1 offsets", fn,
+                            (long long)offsetsBatchStride, (long long)major);
     if (columnsValuesBatchStride < 0 ||
         (columnsValuesBatchStride != 0 && columnsValuesBatchStride < spMatDescr->nnz))
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,

@@ -2,6 +2,7 @@
 #include <string.h>
 #include "error.h"
 #include "fallback.h"
+#include "plan.h"
 
 /* TCSPARSE_MATH=tf32 opts a whole program into TF32 without a code change, like
  * NVIDIA_TF32_OVERRIDE does for cuBLAS. */
@@ -50,7 +51,7 @@ tcsparseStatus_t tcsparseDestroy(tcsparseHandle_t handle)
         st = tc_error_cusparse(cusparseDestroy(handle->cusp), "tcsparseDestroy: cusparseDestroy");
     handle->cusp = NULL;
     handle->magic = TC_MAGIC_DEAD;
-    free(handle);
+    tc_retire(handle); /* kept a while, so that a use after destroy reads the wiped magic */
     return st;
 }
 

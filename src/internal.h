@@ -2,6 +2,7 @@
 #ifndef TC_INTERNAL_H
 #define TC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <cusparse.h>
 #include "tcsparse.h"
@@ -35,6 +36,7 @@ struct tcsparseContext {
     int defer_cusparse;
     int deferred;
     int quiet; /* no TCSPARSE_LOG line from the route: the interposer prints its own */
+    int decide_only; /* interposer: execute calls decide and record the route, launch nothing */
 };
 
 struct tcsparseSpMatDescr {
@@ -58,6 +60,15 @@ struct tcsparseSpMatDescr {
     cusparseSpMatDescr_t cusp;
     /* Tensor-core plan, NULL when none is built; see plan.h. */
     struct tc_plan *plan;
+    /* Held by every call that uses the descriptor (plan, mirror) and by the setters: several
+     * threads, each with its own handle, may share the descriptor (plan.h).  plan is read and
+     * written only under it. */
+    pthread_mutex_t mu;
+    /* Bytes of the last plan refused because it exceeds TCSPARSE_CACHE_BYTES (0: none); no
+     * rebuild is tried until the structure changes. */
+    size_t plan_refused;
+    /* tcsparseReorder_t of the plan (reorder_api.c); 0 = TCSPARSE_REORDER decides */
+    int reorder;
 };
 
 struct tcsparseDnMatDescr {

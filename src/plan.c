@@ -1,6 +1,10 @@
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include "error.h"
@@ -23,19 +27,254 @@ static double tc_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* ---- the plan cache ----------------------------------------------------------------------
+ * All plans of all descriptors form one list, most recently used first, under tc_cache_mu
+ * (taken after a descriptor's mutex, never before one: see plan.h).  TCSPARSE_CACHE_BYTES
+ * bounds the sum of their device bytes; TCSPARSE_FAULT_PLAN_ALLOC=n makes the next n plan
+ * builds fail their device allocation, to test the fallback. */
+static pthread_mutex_t tc_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct tc_plan *tc_lru_head, *tc_lru_tail;
+static size_t tc_cache_bytes, tc_cache_limit = SIZE_MAX;
+static int64_t tc_cache_plans, tc_cache_evictions, tc_fault_left;
+static int tc_cache_configured;
+
+int64_t tc_parse_bytes(const char *s)
+{
+    if (s == NULL)
+        return -1;
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
+        end += 2;
+    else if (end[0] == 'b' || end[0] == 'B')
+        end++;
+    if (*end != '\0' || v > (unsigned long long)(INT64_MAX >> shift))
+        return -1;
+    return (int64_t)(v << shift);
+}
+
+/* Reads the environment; the caller holds tc_cache_mu. */
+static void tc_cache_configure_locked(void)
+{
+    const char *e = getenv("TCSPARSE_CACHE_BYTES");
+    tc_cache_limit = SIZE_MAX;
+    if (e != NULL && e[0] != '\0') {
+        int64_t v = tc_parse_bytes(e);
+        if (v >= 0 && (uint64_t)v < SIZE_MAX)
+            tc_cache_limit = (size_t)v;
+        else
+            fprintf(stderr, "tcsparse: TCSPARSE_CACHE_BYTES='%s' is not a byte count (digits "
+                            "with an optional K, M or G); the plan cache is unlimited\n", e);
+    }
+    const char *f = getenv("TCSPARSE_FAULT_PLAN_ALLOC");
+    tc_fault_left = f != NULL ? strtoll(f, NULL, 10) : 0;
+    if (tc_fault_left < 0)
+        tc_fault_left = 0;
+    tc_cache_configured = 1;
+}
+
+static void tc_cache_configure_once(void)
+{
+    pthread_mutex_lock(&tc_cache_mu);
+    if (!tc_cache_configured)
+        tc_cache_configure_locked();
+    pthread_mutex_unlock(&tc_cache_mu);
+}
+
+/* 1 when this build's device allocation must fail (TCSPARSE_FAULT_PLAN_ALLOC). */
+static int tc_fault_take(void)
+{
+    pthread_mutex_lock(&tc_cache_mu);
+    int hit = tc_fault_left > 0;
+    if (hit)
+        tc_fault_left--;
+    pthread_mutex_unlock(&tc_cache_mu);
+    return hit;
+}
+
+/* List operations; the caller holds tc_cache_mu. */
+static void tc_lru_unlink(struct tc_plan *p)
+{
+    if (p->lru_prev)
+        p->lru_prev->lru_next = p->lru_next;
+    else
+        tc_lru_head = p->lru_next;
+    if (p->lru_next)
+        p->lru_next->lru_prev = p->lru_prev;
+    else
+        tc_lru_tail = p->lru_prev;
+    p->lru_prev = p->lru_next = NULL;
+    tc_cache_bytes -= p->bytes;
+    tc_cache_plans--;
+}
+
+static void tc_lru_push_front(struct tc_plan *p)
+{
+    p->lru_prev = NULL;
+    p->lru_next = tc_lru_head;
+    if (tc_lru_head)
+        tc_lru_head->lru_prev = p;
+    else
+        tc_lru_tail = p;
+    tc_lru_head = p;
+    tc_cache_bytes += p->bytes;
+    tc_cache_plans++;
+}
+
+/* Frees a plan that no descriptor and no list references any more.  Kernels queued earlier on
+ * any stream may still read it: the device is synchronised first (its own device, when the
+ * caller's current device is another). */
 static void tc_plan_free(struct tc_plan *p)
 {
     if (p == NULL)
         return;
+    int cur = -1;
+    int other = cudaGetDevice(&cur) == cudaSuccess && p->device >= 0 && cur != p->device &&
+                cudaSetDevice(p->device) == cudaSuccess;
+    (void)cudaDeviceSynchronize();
     tc_dev_metcf_free(&p->dev);
     cudaFree(p->chunks); /* split_windows lives in the same allocation */
+    if (other)
+        (void)cudaSetDevice(cur);
+    (void)cudaGetLastError(); /* nothing of this belongs to the caller's next call */
     free(p);
+}
+
+/* Evicts least recently used plans, skipping keep and plans whose descriptor is busy (its
+ * mutex held: a call is using the plan), until the cache fits its limit.  Evicted plans are
+ * chained through lru_next into *victims, to be freed after tc_cache_mu is released.  The
+ * caller holds tc_cache_mu. */
+static void tc_cache_evict_locked(const struct tc_plan *keep, struct tc_plan **victims)
+{
+    struct tc_plan *q = tc_lru_tail;
+    while (q != NULL && tc_cache_bytes > tc_cache_limit) {
+        struct tc_plan *prev = q->lru_prev;
+        struct tcsparseSpMatDescr *o = q->owner;
+        if (q != keep && pthread_mutex_trylock(&o->mu) == 0) {
+            tc_lru_unlink(q);
+            o->plan = NULL;
+            pthread_mutex_unlock(&o->mu);
+            q->owner = NULL;
+            q->lru_next = *victims;
+            *victims = q;
+            tc_cache_evictions++;
+        }
+        q = prev;
+    }
+}
+
+static void tc_free_victims(struct tc_plan *v)
+{
+    while (v != NULL) {
+        struct tc_plan *next = v->lru_next;
+        tc_plan_free(v);
+        v = next;
+    }
+}
+
+void tc_plan_cache_get_info(tc_plan_cache_info *info)
+{
+    tc_cache_configure_once();
+    pthread_mutex_lock(&tc_cache_mu);
+    info->bytes = tc_cache_bytes;
+    info->limit = tc_cache_limit;
+    info->plans = tc_cache_plans;
+    info->evictions = tc_cache_evictions;
+    pthread_mutex_unlock(&tc_cache_mu);
+}
+
+void tc_plan_cache_reconfigure(void)
+{
+    struct tc_plan *victims = NULL;
+    pthread_mutex_lock(&tc_cache_mu);
+    tc_cache_configure_locked();
+    tc_cache_evict_locked(NULL, &victims);
+    pthread_mutex_unlock(&tc_cache_mu);
+    tc_free_victims(victims);
 }
 
 void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
 {
-    tc_plan_free(d->plan);
+    struct tc_plan *p = d->plan;
+    d->plan_refused = 0;
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&tc_cache_mu);
+    tc_lru_unlink(p);
+    pthread_mutex_unlock(&tc_cache_mu);
     d->plan = NULL;
+    tc_plan_free(p);
+}
+
+void tc_spmat_lock(const struct tcsparseSpMatDescr *d)
+{
+    pthread_mutex_lock(&((struct tcsparseSpMatDescr *)d)->mu);
+}
+
+void tc_spmat_unlock(const struct tcsparseSpMatDescr *d)
+{
+    pthread_mutex_unlock(&((struct tcsparseSpMatDescr *)d)->mu);
+}
+
+/* ---- room left in a device buffer (plan.h) ------------------------------------------------ */
+typedef int (*tc_get_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+static pthread_once_t tc_range_once = PTHREAD_ONCE_INIT;
+static tc_get_range_fn tc_get_range;
+
+static void tc_range_init(void)
+{
+    const char *e = getenv("TCSPARSE_CHECK_BUFFER");
+    if (e != NULL && strcmp(e, "0") == 0)
+        return;
+#if CUDART_VERSION >= 12050
+    void *f = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess && f != NULL)
+        memcpy(&tc_get_range, &f, sizeof f);
+#endif
+    (void)cudaGetLastError();
+}
+
+int tc_device_room(const void *p, size_t *room)
+{
+    pthread_once(&tc_range_once, tc_range_init);
+    unsigned long long base = 0;
+    size_t size = 0;
+    const unsigned long long at = (unsigned long long)(uintptr_t)p;
+    if (tc_get_range == NULL || p == NULL || tc_get_range(&base, &size, at) != 0 || at < base ||
+        at - base > size)
+        return 0;
+    *room = (size_t)(base + size - at);
+    return 1;
+}
+
+/* ---- quarantine of destroyed objects (plan.h) ---------------------------------------------- */
+static pthread_mutex_t tc_retired_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *tc_retired[TC_RETIRED_KEPT];
+static unsigned tc_retired_next;
+
+void tc_retire(void *obj)
+{
+    pthread_mutex_lock(&tc_retired_mu);
+    void *old = tc_retired[tc_retired_next];
+    tc_retired[tc_retired_next] = obj;
+    tc_retired_next = (tc_retired_next + 1) % TC_RETIRED_KEPT;
+    pthread_mutex_unlock(&tc_retired_mu);
+    free(old);
 }
 
 /* Statistics and the balanced schedule, from the host copy w32 of the window offsets. */
@@ -100,19 +339,81 @@ static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, const int32_t *w32,
     }
     memcpy(host, ch, ch_bytes);
     memcpy(host + ch_bytes, split, sp_bytes);
-    st = tc_error_cuda(cudaMalloc((void **)&dev, ch_bytes + sp_bytes + 1),
-                       "tensor-core plan: allocating the balanced schedule");
+    if (tc_fault_take())
+        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
+                          "tensor-core plan: allocating the balanced schedule: out of device "
+                          "memory (injected by TCSPARSE_FAULT_PLAN_ALLOC)");
+    else
+        st = tc_error_cuda(cudaMalloc((void **)&dev, ch_bytes + sp_bytes + 1),
+                           "tensor-core plan: allocating the balanced schedule");
     if (st == TCSPARSE_STATUS_SUCCESS) /* synchronous: host is freed right after */
         st = tc_error_cuda(cudaMemcpy(dev, host, ch_bytes + sp_bytes, cudaMemcpyHostToDevice),
                            "tensor-core plan: uploading the schedule");
     free(host);
-    p->chunks = (tc_chunk *)dev;
-    p->split_windows = (int32_t *)(dev + ch_bytes);
+    p->chunks = (tc_chunk *)dev; /* freed with the plan, also on failure */
+    if (dev != NULL)
+        p->split_windows = (int32_t *)(dev + ch_bytes);
+    p->bytes += ch_bytes + sp_bytes + 1;
 done:
     free(w64);
     free(ch);
     free(split);
     return st;
+}
+
+/* Device bytes of the converted arrays (kernels/convert: win_off, then one allocation of
+ * blk_off, blk_col, val_idx and blk_pos with 16-byte aligned parts). */
+static size_t tc_plan_dev_bytes(const tc_dev_metcf *m)
+{
+    const size_t W = (size_t)m->windows, B = (size_t)m->blocks, nnz = (size_t)m->nnz;
+    return 4 * (W + 1) + ((B + 1) * 4 + 15) / 16 * 16 + 32 * B + 5 * nnz;
+}
+
+static size_t tc_cache_limit_now(void)
+{
+    pthread_mutex_lock(&tc_cache_mu);
+    size_t l = tc_cache_limit;
+    pthread_mutex_unlock(&tc_cache_mu);
+    return l;
+}
+
+/* Enters a new plan in the cache, evicting others as needed.  Returns NOT_SUPPORTED (and
+ * frees p) when it cannot fit: larger than the limit, or the rest is held by running calls. */
+static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_plan *p)
+{
+    struct tc_plan *victims = NULL;
+    int too_big = 0, full = 0;
+    size_t limit, busy = 0;
+    pthread_mutex_lock(&tc_cache_mu);
+    limit = tc_cache_limit;
+    if (p->bytes > limit) {
+        too_big = 1;
+    } else {
+        tc_lru_push_front(p);
+        tc_cache_evict_locked(p, &victims);
+        if (tc_cache_bytes > limit) {
+            tc_lru_unlink(p);
+            busy = tc_cache_bytes;
+            full = 1;
+        }
+    }
+    pthread_mutex_unlock(&tc_cache_mu);
+    tc_free_victims(victims);
+    if (!too_big && !full) {
+        d->plan = p;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    const size_t bytes = p->bytes;
+    tc_plan_free(p);
+    if (too_big) {
+        d->plan_refused = bytes;
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the tensor-core plan needs %zu bytes, more than the plan cache "
+                            "holds (TCSPARSE_CACHE_BYTES=%zu)", bytes, limit);
+    }
+    return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                        "the tensor-core plan (%zu bytes) does not fit TCSPARSE_CACHE_BYTES=%zu: "
+                        "%zu bytes are plans in use by other calls", bytes, limit, busy);
 }
 
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
@@ -123,10 +424,22 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     tcsparseStatus_t st = tc_handle_cusparse(h, &cusp);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    tc_cache_configure_once();
     if (md->plan != NULL && md->plan->device == h->device) {
+        pthread_mutex_lock(&tc_cache_mu);
+        if (tc_lru_head != md->plan) { /* now the most recently used */
+            tc_lru_unlink(md->plan);
+            tc_lru_push_front(md->plan);
+        }
+        pthread_mutex_unlock(&tc_cache_mu);
         *out = md->plan;
         return TCSPARSE_STATUS_SUCCESS;
     }
+    if (md->plan_refused != 0 && md->plan_refused > tc_cache_limit_now())
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the tensor-core plan needs %zu bytes, more than the plan cache "
+                            "holds (TCSPARSE_CACHE_BYTES=%zu)", md->plan_refused,
+                            tc_cache_limit_now());
     /* Building synchronises the stream, which would invalidate a capture into a CUDA graph:
      * inside one, the caller routes to cuSPARSE until _preprocess (or an uncaptured call)
      * has built the plan. */
@@ -142,6 +455,8 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     struct tc_plan *p = calloc(1, sizeof *p);
     if (p == NULL)
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
+    p->device = h->device;
+    p->owner = md;
     tc_convert_input in = {
         .format = d->format, .rows = d->rows, .cols = d->cols, .nnz = d->nnz,
         .offsets = d->offsets, .indices = d->indices,
@@ -156,21 +471,26 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         free(p);
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
     }
-    st = tc_convert_gpu(&in, &p->dev, w32, h->stream, msg, sizeof msg);
+    tc_reorder_info rinfo; /* reorder.c: exactly tc_convert_gpu unless reordering is on */
+    st = tc_reorder_convert(d, &in, &p->dev, w32, h->stream, &rinfo, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         free(w32);
         free(p);
+        (void)cudaGetLastError(); /* a failed allocation must not reach the fallback's calls */
         return tc_error_set(st, "%s", msg);
     }
+    p->bytes = tc_plan_dev_bytes(&p->dev);
     st = tc_plan_host_side(p, w32, h->sm_count);
     free(w32);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         tc_plan_free(p);
         return st;
     }
+    tc_reorder_plan_done(p, &rinfo);
     p->convert_ms = tc_now_ms() - t0;
-    p->device = h->device;
-    md->plan = p;
+    st = tc_cache_insert(md, p);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     *out = p;
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -192,8 +512,10 @@ tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "tcsparseSpMatGetMetcfStats: strided batches have no tensor-core plan");
     struct tc_plan *p;
+    tc_spmat_lock(spMatDescr);
     tcsparseStatus_t st = tc_plan_get(handle, spMatDescr, &p);
     if (st == TCSPARSE_STATUS_SUCCESS)
         *stats = p->stats;
+    tc_spmat_unlock(spMatDescr);
     return st;
 }

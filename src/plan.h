@@ -31,14 +31,65 @@ struct tc_plan {
     /* measured decisions, most recent last; the oldest is dropped when full */
     tc_measured measured[TC_PLAN_MEASURED];
     int nmeasured;
+    /* the cache (plan.c): device bytes, owning descriptor, place in the global LRU list */
+    size_t bytes;
+    struct tcsparseSpMatDescr *owner;
+    struct tc_plan *lru_prev, *lru_next; /* prev: more recently used */
 };
 
-/* Frees the descriptor's plan, if any (destroy, set pointers, strided batch change). */
+/* Concurrency.  Several threads, each with its own handle (a handle is used by one thread at a
+ * time), may run calls on the same sparse descriptor.  Every public function that reaches
+ * tc_plan_get or the cuSPARSE mirror holds the descriptor's mutex d->mu for its whole host-side
+ * run (spmm.c, sddmm.c, tcsparseSpMatGetMetcfStats), so a plan is built once and cannot be
+ * freed between tc_plan_get and the kernel launch.  The global LRU list of plans has its own
+ * mutex, always taken after a descriptor's; eviction only try-locks other descriptors and skips
+ * the busy ones, so there is no lock-order cycle.  A plan is freed (eviction, invalidation)
+ * after cudaDeviceSynchronize, so kernels already queued never read freed memory.
+ *
+ * Setters that change the structure and destroy (tcsparse*SetPointers, *SetStridedBatch,
+ * tcsparseDestroySpMat) must not run concurrently with a call using the same descriptor, as in
+ * cuSPARSE. */
+
+/* Frees the descriptor's plan, if any (destroy, set pointers, strided batch change); the
+ * caller holds d->mu. */
 void tc_plan_invalidate(struct tcsparseSpMatDescr *d);
 /* The descriptor's plan, built on the handle's stream when missing (or built for another
- * device).  Invalid structure gives INVALID_VALUE; a matrix beyond the kernels' limits gives
- * NOT_SUPPORTED; both with a message. */
+ * device); the caller holds d->mu until it no longer uses the plan.  Invalid structure gives
+ * INVALID_VALUE; a matrix beyond the kernels' limits, or a plan that does not fit
+ * TCSPARSE_CACHE_BYTES, gives NOT_SUPPORTED; a failed allocation ALLOC_FAILED; all with a
+ * message (route.c then falls back to cuSPARSE, except on INVALID_VALUE). */
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out);
+
+/* Descriptor lock helpers (d may be const: the mutex guards caches). */
+void tc_spmat_lock(const struct tcsparseSpMatDescr *d);
+void tc_spmat_unlock(const struct tcsparseSpMatDescr *d);
+
+/* The plan cache's state, for tests and tools: bytes and number of cached plans, the limit
+ * (SIZE_MAX: unlimited) and evictions so far. */
+typedef struct {
+    size_t bytes, limit;
+    int64_t plans, evictions;
+} tc_plan_cache_info;
+void tc_plan_cache_get_info(tc_plan_cache_info *info);
+/* Reads TCSPARSE_CACHE_BYTES and TCSPARSE_FAULT_PLAN_ALLOC again (they are read once, on the
+ * first plan lookup); evicts down to a lowered limit.  For tests. */
+void tc_plan_cache_reconfigure(void);
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024, an optional trailing
+ * "B" or "iB", case-insensitive); returns -1 when s is not one. */
+int64_t tc_parse_bytes(const char *s);
+
+/* Bytes from p to the end of the device allocation holding it (cuMemGetAddressRange, found
+ * through the runtime: no -lcuda).  Returns 0 when unknown: host memory, no driver entry
+ * point, or TCSPARSE_CHECK_BUFFER=0.  spmm.c and sddmm.c refuse an externalBuffer smaller
+ * than what _bufferSize asks for, instead of letting cuSPARSE write past it. */
+int tc_device_room(const void *p, size_t *room);
+
+/* Handles and descriptors are not freed at destroy but kept, with their magic wiped, in a
+ * quarantine of the most recently destroyed TC_RETIRED_KEPT objects: a use after destroy or a
+ * double destroy of one of them reads memory that is still allocated and gets a clear
+ * INVALID_VALUE, even under AddressSanitizer.  Older ones are freed. */
+#define TC_RETIRED_KEPT 256
+void tc_retire(void *obj);
 
 #endif

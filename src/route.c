@@ -8,24 +8,14 @@
 #include "fallback.h"
 #include "plan.h"
 #include "route.h"
+#include "select.h"
 
-/* Until the selector issue lands, a rule fitted to the H100 measurements of the small and
- * large suites (docs/performance.md, "Routing rule"): the tensor-core base kernel pays when
- *  - a 16x8 block carries >= 8 nonzeros on average (8 = one per condensed column, where
- *    TC gathers as many B rows as CSR does; above it, each B row fetched serves several rows
- *    of A), and
- *  - windows are short: the kernel stages 8 blocks at a time with ~4 dependent memory
- *    latencies per stage, so long windows are latency-bound (mean <= 12 blocks), and the
- *    longest window must not outlast the rest of the grid (max <= max(16, 2 x blocks per
- *    resident thread block slot)).
- * Over 312 measured cases this routing is within 1.05x of the faster of the two paths in
- * 293 and 1.9x at worst (geomean regret 1.018).  Matrices with >= 20 nonzeros per block but
- * long windows take the balanced kernel (after its atomics became 16-byte vector atomics). */
-#define TC_MIN_NNZ_PER_BLOCK 8.0
-#define TC_MAX_MEAN_BLOCKS 12.0
-#define TC_SLOTS_PER_SM 6
-#define TC_BALANCED_NNZ_PER_BLOCK 20.0
-
+/* The automatic route asks the selector (src/select.c, docs/selector.md): the balanced kernel
+ * when the simulated thread-block schedule of the base kernel, with this device's SM count
+ * and the kernels' occupancy, is TC_SEL_BALANCE_THRESHOLD times longer than the balanced
+ * one's; tensor cores when the cost model calibrated on the H100 predicts the chosen kernel
+ * faster than cuSPARSE (by TC_SEL_GAIN_MARGIN).  Replaces the threshold rule of
+ * docs/performance.md ("Routing rule"). */
 
 tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
 {
@@ -45,8 +35,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
     r->path = d->path;
     snprintf(r->kernel, sizeof r->kernel, "%s", d->kernel);
     snprintf(r->reason, sizeof r->reason, "%s", d->reason);
-    r->predicted_tc_us = -1.0;
-    r->predicted_cusparse_us = -1.0;
+    tc_select_take(h, &r->predicted_tc_us, &r->predicted_cusparse_us);
     const char *log = getenv("TCSPARSE_LOG");
     if (!h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0)
         fprintf(stderr, "tcsparse: %s -> %s (%s)\n",
@@ -116,6 +105,40 @@ static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_p
     return NULL;
 }
 
+/* The selector's decision for this call: occupancy of the kernels it would launch (the
+ * occupancy API; without it the H100's values), the plan's statistics and chunk length. */
+static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
+                           tcsparseDnMatDescr_t C, const struct tc_plan *plan,
+                           tc_sel_config *cfg, tc_sel_result *r, int *occ_known)
+{
+    static const tc_chunk any_chunk = {0, 0, 0, 0};
+    tc_spmm_args a = {0};
+    a.N = C->cols;
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
+    a.tf32 = h->math == TCSPARSE_MATH_TF32;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->op = TC_SEL_OP_SPMM;
+    cfg->prec = a.ab_type != TC_T_F32 ? TC_SEL_P_F16 : a.tf32 ? TC_SEL_P_TF32 : TC_SEL_P_3XTF32;
+    cfg->N = C->cols;
+    cfg->ab_bytes = (int)tc_dtype_size(A->value_type);
+    cfg->c_bytes = (int)tc_dtype_size(C->value_type);
+    cfg->sm_count = h->sm_count;
+    cfg->chunk_blocks = plan->chunk_blocks;
+    int warps = 0, bps = 0;
+    *occ_known = tc_spmm_occupancy(&a, &warps, &bps) == TCSPARSE_STATUS_SUCCESS;
+    cfg->bps_base = *occ_known ? bps : 0;
+    a.chunks = &any_chunk; /* the balanced kernel */
+    if (tc_spmm_occupancy(&a, &warps, &bps) != TCSPARSE_STATUS_SUCCESS)
+        *occ_known = 0, bps = 0;
+    cfg->bps_balanced = bps;
+    cfg->warps = warps;
+    const int64_t warp_n = cfg->ab_bytes == 4 ? 32 : 64; /* spmm_launch.cu: 8 x J columns */
+    cfg->slices = warps > 0 ? (int)((C->cols + warp_n * warps - 1) / (warp_n * warps)) : 1;
+    if (tc_select_decide(&plan->stats, cfg, r) != 0)
+        memset(r, 0, sizeof *r);
+}
+
 static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t opA,
                                        tcsparseOperation_t opB, tcsparseConstSpMatDescr_t A,
                                        tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C,
@@ -126,6 +149,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     d->path = TCSPARSE_PATH_CUSPARSE;
     snprintf(d->kernel, sizeof d->kernel, "cusparseSpMM");
     *plan = NULL;
+    tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
         snprintf(d->reason, sizeof d->reason, "route forced to cuSPARSE");
         return TCSPARSE_STATUS_SUCCESS;
@@ -144,7 +168,6 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
         *plan = NULL;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    const tcsparseMetcfStats_t *s = &(*plan)->stats;
     const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_find(h, *plan, B, C) : NULL;
     if (meas != NULL) {
         d->path = meas->path;
@@ -153,43 +176,27 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
                  meas->ms_base, meas->ms_balanced, meas->ms_cusparse);
         return TCSPARSE_STATUS_SUCCESS;
     }
-    const double slots = (double)(h->sm_count > 0 ? h->sm_count : 132) * TC_SLOTS_PER_SM;
-    const double max_ok = s->blocks / slots * 2.0 > 16.0 ? s->blocks / slots * 2.0 : 16.0;
-    /* Dense blocks but long or uneven windows: the balanced kernel (measured faster than
-     * cuSPARSE on ogbl-ddi and the dlmc matrices, which have >= 22 nonzeros per block). */
-    if (route == TCSPARSE_ROUTE_AUTO && s->mean_nnz_per_block >= TC_BALANCED_NNZ_PER_BLOCK &&
-        (s->mean_blocks_per_window > TC_MAX_MEAN_BLOCKS || s->max_blocks_per_window > max_ok)) {
-        d->path = TCSPARSE_PATH_TC_BALANCED;
-        snprintf(d->reason, sizeof d->reason,
-                 "auto; %.2f nnz/block >= %.0f with long windows (mean %.1f, max %lld blocks)",
-                 s->mean_nnz_per_block, TC_BALANCED_NNZ_PER_BLOCK, s->mean_blocks_per_window,
-                 (long long)s->max_blocks_per_window);
+    if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
+        const tcsparseMetcfStats_t *s = &(*plan)->stats;
+        d->path = route == TCSPARSE_ROUTE_TC_BALANCED ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
+        snprintf(d->reason, sizeof d->reason, "forced; %.2f nnz/block, max/mean blocks per window %lld/%.1f",
+                 s->mean_nnz_per_block, (long long)s->max_blocks_per_window, s->mean_blocks_per_window);
         return TCSPARSE_STATUS_SUCCESS;
     }
-    if (route == TCSPARSE_ROUTE_AUTO) {
-        if (s->mean_nnz_per_block < TC_MIN_NNZ_PER_BLOCK) {
-            snprintf(d->reason, sizeof d->reason, "%.2f nonzeros per 16x8 block < %.1f",
-                     s->mean_nnz_per_block, TC_MIN_NNZ_PER_BLOCK);
-            return TCSPARSE_STATUS_SUCCESS;
-        }
-        if (s->mean_blocks_per_window > TC_MAX_MEAN_BLOCKS) {
-            snprintf(d->reason, sizeof d->reason, "windows too long: %.1f blocks on average > %.0f",
-                     s->mean_blocks_per_window, TC_MAX_MEAN_BLOCKS);
-            return TCSPARSE_STATUS_SUCCESS;
-        }
-        if (s->max_blocks_per_window > max_ok) {
-            snprintf(d->reason, sizeof d->reason, "longest window %lld blocks > %.0f: imbalance",
-                     (long long)s->max_blocks_per_window, max_ok);
-            return TCSPARSE_STATUS_SUCCESS;
-        }
-    }
-    /* Forced TC without a kernel named: balanced where the longest window would dominate. */
-    int balanced = route == TCSPARSE_ROUTE_TC_BALANCED ||
-                   (route == TCSPARSE_ROUTE_TC && s->max_blocks_per_window > max_ok);
-    d->path = balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
-    snprintf(d->reason, sizeof d->reason, "%s; %.2f nnz/block, max/mean blocks per window %lld/%.1f",
-             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", s->mean_nnz_per_block,
-             (long long)s->max_blocks_per_window, s->mean_blocks_per_window);
+    tc_sel_config cfg;
+    tc_sel_result r;
+    int occ_known;
+    tc_spmm_select(h, A, C, *plan, &cfg, &r, &occ_known);
+    const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
+    tc_select_note(h, r.us_tc, r.us_cusparse);
+    d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
+    snprintf(d->reason, sizeof d->reason,
+             "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/balanced %.2f (%s %.2f), "
+             "%d/%d blocks/SM%s x %d SMs",
+             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", r.balanced ? "balanced" : "base",
+             r.us_tc, r.us_cusparse, r.balance_ratio, r.balanced ? ">" : "<=",
+             TC_SEL_BALANCE_THRESHOLD, r.bps_base, r.bps_balanced, occ_known ? "" : " (assumed)",
+             r.sm_count);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -391,6 +398,11 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    if (h->decide_only) { /* the interposer asks where the call would go */
+        tc_route_record(h, &d);
+        h->deferred = 1;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     if (d.path != TCSPARSE_PATH_CUSPARSE)
         st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, &d);
     tc_route_record(h, &d);

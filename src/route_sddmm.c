@@ -2,20 +2,19 @@
  * eligible (and, on the automatic route, predicted to gain), otherwise cuSPARSE.  As for
  * SpMM, the decision is complete before anything is launched. */
 #include <stdio.h>
+#include <string.h>
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
 #include "route.h"
+#include "select.h"
 
-/* Automatic route, fitted to the H100 measurements of docs/performance.md (SDDMM): the
- * tensor-core SDDMM pays where a 16x8 block holds more than one nonzero per condensed column
- * on average (the 16 A rows and 8 B columns it reads then serve several outputs each) and
- * windows are short (long ones, typical of power-law graphs, lose to cusparseSDDMM even with
- * the chunked schedule).  Over the 116 measured cases of the shared matrices this picks
- * within 1.05x of the faster path in 83, 1.99x at worst, geomean regret 1.094 (the first
- * guess, >= 8 nonzeros per non-empty window, had 1.307). */
-#define TC_SDDMM_MIN_NNZ_PER_BLOCK 8.5
-#define TC_SDDMM_MAX_MEAN_BLOCKS 12.0
+/* Automatic route: the selector (src/select.c, docs/selector.md), as for SpMM: the chunked
+ * schedule when the simulated makespan of one thread block per window is
+ * TC_SEL_BALANCE_THRESHOLD times the chunked one's (this device's SMs, the kernel's
+ * occupancy), tensor cores when the H100-calibrated cost model predicts them faster than
+ * cusparseSDDMM.  Over the 164 measured cases it is within 1.05x of the fastest path in 133
+ * (geomean regret 1.078; the threshold rule before it: 1.219 on the same runs). */
 
 /* 0 with the reason when the tensor-core SDDMM cannot run this call. */
 static int tc_sddmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcsparseOperation_t opB,
@@ -52,6 +51,7 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     d->path = TCSPARSE_PATH_CUSPARSE;
     snprintf(d->kernel, sizeof d->kernel, "cusparseSDDMM");
     *plan = NULL;
+    tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
         snprintf(d->reason, sizeof d->reason, "route forced to cuSPARSE");
         return TCSPARSE_STATUS_SUCCESS;
@@ -71,28 +71,43 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
         return TCSPARSE_STATUS_SUCCESS;
     }
     const tcsparseMetcfStats_t *s = &(*plan)->stats;
-    const int64_t busy = s->windows - s->empty_windows;
-    const double per_window = busy > 0 ? (double)s->nnz / (double)busy : 0.0;
-    if (route == TCSPARSE_ROUTE_AUTO && s->mean_nnz_per_block < TC_SDDMM_MIN_NNZ_PER_BLOCK) {
-        snprintf(d->reason, sizeof d->reason, "%.2f nonzeros per 16x8 block < %.1f",
-                 s->mean_nnz_per_block, TC_SDDMM_MIN_NNZ_PER_BLOCK);
+    if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
+        d->path = route == TCSPARSE_ROUTE_TC_BALANCED ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
+        snprintf(d->reason, sizeof d->reason, "forced; %.2f nnz/block, max/mean blocks per window %lld/%.1f",
+                 s->mean_nnz_per_block, (long long)s->max_blocks_per_window, s->mean_blocks_per_window);
         return TCSPARSE_STATUS_SUCCESS;
     }
-    if (route == TCSPARSE_ROUTE_AUTO && s->mean_blocks_per_window > TC_SDDMM_MAX_MEAN_BLOCKS) {
-        snprintf(d->reason, sizeof d->reason, "windows too long: %.1f blocks on average > %.0f",
-                 s->mean_blocks_per_window, TC_SDDMM_MAX_MEAN_BLOCKS);
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    /* Without a kernel named: the chunked schedule where some window is longer than a chunk
-     * (otherwise both schedules are the same thread blocks). */
-    const int balanced = route == TCSPARSE_ROUTE_TC_BALANCED ||
-                         (route != TCSPARSE_ROUTE_TC_BASE &&
-                          s->max_blocks_per_window > (*plan)->chunk_blocks);
-    d->path = balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
+    tc_sddmm_args a = {0};
+    a.K = A->cols;
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
+    a.tf32 = h->math == TCSPARSE_MATH_TF32;
+    tc_sel_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.op = TC_SEL_OP_SDDMM;
+    cfg.prec = a.ab_type != TC_T_F32 ? TC_SEL_P_F16 : a.tf32 ? TC_SEL_P_TF32 : TC_SEL_P_3XTF32;
+    cfg.N = A->cols;
+    cfg.ab_bytes = (int)tc_dtype_size(A->value_type);
+    cfg.c_bytes = (int)tc_dtype_size(C->value_type);
+    cfg.sm_count = h->sm_count;
+    cfg.warps = 4;
+    cfg.slices = 1;
+    cfg.chunk_blocks = (*plan)->chunk_blocks;
+    int bps = 0; /* one kernel for both schedules */
+    const int occ_known = tc_sddmm_occupancy(&a, &bps) == TCSPARSE_STATUS_SUCCESS;
+    cfg.bps_base = cfg.bps_balanced = occ_known ? bps : 0;
+    tc_sel_result r;
+    if (tc_select_decide(s, &cfg, &r) != 0)
+        memset(&r, 0, sizeof r);
+    const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
+    tc_select_note(h, r.us_tc, r.us_cusparse);
+    d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
     snprintf(d->reason, sizeof d->reason,
-             "%s; %.1f nnz per non-empty window, %.2f nnz/block, max/mean blocks per window %lld/%.1f",
-             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", per_window, s->mean_nnz_per_block,
-             (long long)s->max_blocks_per_window, s->mean_blocks_per_window);
+             "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/chunked %.2f (%s %.2f), "
+             "%d blocks/SM%s x %d SMs",
+             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", r.balanced ? "chunked" : "base",
+             r.us_tc, r.us_cusparse, r.balance_ratio, r.balanced ? ">" : "<=",
+             TC_SEL_BALANCE_THRESHOLD, r.bps_base, occ_known ? "" : " (assumed)", r.sm_count);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -186,6 +201,11 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    if (h->decide_only) { /* the interposer asks where the call would go */
+        tc_route_record(h, &d);
+        h->deferred = 1;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     if (d.path != TCSPARSE_PATH_CUSPARSE)
         st = tc_sddmm_tc(h, alpha, A, B, beta, C, plan, &d);
     tc_route_record(h, &d);

@@ -1,6 +1,7 @@
-/* tcsparse-bench: times tcsparseSpMM (routed, forced tensor-core base and balanced) against
- * cuSPARSE (ALG_DEFAULT, CSR_ALG2, CSR_ALG3) in one run, with CUDA events, warm-up and the
- * median of repeated runs; prints a table and optionally writes CSV. */
+/* tcsparse-bench: times tcsparseSpMM (routed, forced tensor-core base and balanced, and with
+ * --reorder both again on a plan with reordered rows) against cuSPARSE (ALG_DEFAULT,
+ * CSR_ALG2, CSR_ALG3) in one run, with CUDA events, warm-up and the median of repeated runs;
+ * prints a table and optionally writes CSV. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -23,12 +24,23 @@ typedef struct {
     int np;
     int reps, warm;
     int check;
+    int reorder; /* 0: no reordered variants; else the tcsparseReorder_t of their plan */
     FILE *csv;
 } opts_t;
 
-enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_CU_DEFAULT, V_CU_ALG2, V_CU_ALG3, V_COUNT };
-static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "cusparse-default",
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CU_DEFAULT, V_CU_ALG2,
+       V_CU_ALG3, V_COUNT };
+static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "tc-base-reordered",
+                                     "tc-balanced-reordered", "cusparse-default",
                                      "cusparse-alg2", "cusparse-alg3"};
+#define V_TC_LAST V_TC_BAL_R
+static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
+static tcsparseRoute_t tc_route_of(int v)
+{
+    return v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+           : v == V_TC_BASE || v == V_TC_BASE_R ? TCSPARSE_ROUTE_TC_BASE
+                                                : TCSPARSE_ROUTE_TC_BALANCED;
+}
 
 #define CK(call)                                                                           \
     do {                                                                                   \
@@ -111,7 +123,7 @@ typedef struct {
     tcsparseHandle_t tc;
     cusparseSpMatDescr_t cuA;
     cusparseDnMatDescr_t cuB, cuC;
-    tcsparseSpMatDescr_t tcA;
+    tcsparseSpMatDescr_t tcA, tcA_r; /* tcA_r: the same arrays, plan with reordered rows */
     tcsparseDnMatDescr_t tcB, tcC;
     void *buf[V_COUNT];
     cudaEvent_t e0, e1;
@@ -122,12 +134,11 @@ typedef struct {
 static int run_variant(ctx_t *c, int v, cudaDataType vt)
 {
     float one = 1.0f, zero = 0.0f;
-    if (v <= V_TC_BAL) {
-        tcsparseRoute_t r = v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
-                            : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
-        tcsparseSetRoute(c->tc, r);
+    if (v <= V_TC_LAST) {
+        tcsparseSetRoute(c->tc, tc_route_of(v));
         return tcsparseSpMM(c->tc, TCSPARSE_OPERATION_NON_TRANSPOSE,
-                            TCSPARSE_OPERATION_NON_TRANSPOSE, &one, c->tcA, c->tcB, &zero, c->tcC,
+                            TCSPARSE_OPERATION_NON_TRANSPOSE, &one,
+                            is_reordered(v) ? c->tcA_r : c->tcA, c->tcB, &zero, c->tcC,
                             CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, c->buf[v]) != TCSPARSE_STATUS_SUCCESS;
     }
     cusparseSpMMAlg_t alg = v == V_CU_DEFAULT ? CUSPARSE_SPMM_ALG_DEFAULT
@@ -142,15 +153,16 @@ static int prepare_variant(ctx_t *c, int v)
 {
     float one = 1.0f, zero = 0.0f;
     size_t sz = 0;
-    if (v <= V_TC_BAL) {
-        tcsparseRoute_t r = v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
-                            : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
-        tcsparseSetRoute(c->tc, r);
-        if (tcsparseSpMM_bufferSize(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC, CUDA_R_32F,
+    if (v <= V_TC_LAST) {
+        tcsparseSpMatDescr_t A = is_reordered(v) ? c->tcA_r : c->tcA;
+        if (A == NULL)
+            return 1;
+        tcsparseSetRoute(c->tc, tc_route_of(v));
+        if (tcsparseSpMM_bufferSize(c->tc, 0, 0, &one, A, c->tcB, &zero, c->tcC, CUDA_R_32F,
                                     TCSPARSE_SPMM_ALG_DEFAULT, &sz) != TCSPARSE_STATUS_SUCCESS)
             return 1;
         CK(cudaMalloc(&c->buf[v], sz + 16));
-        return tcsparseSpMM_preprocess(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC,
+        return tcsparseSpMM_preprocess(c->tc, 0, 0, &one, A, c->tcB, &zero, c->tcC,
                                        CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, c->buf[v]) != 0;
     }
     cusparseSpMMAlg_t alg = v == V_CU_DEFAULT ? CUSPARSE_SPMM_ALG_DEFAULT
@@ -235,6 +247,22 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     double conv_ms = now_ms() - t0;
     if (!have_plan)
         fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
+    /* --reorder: a second descriptor on the same arrays whose plan reorders rows */
+    tcsparseMetcfStats_t st_r;
+    memset(&st_r, 0, sizeof st_r);
+    double conv_r_ms = 0;
+    if (o->reorder) {
+        tcsparseCreateCsr(&c.tcA_r, m->rows, m->cols, m->nnz, d_off, d_col, d_val,
+                          TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, vt);
+        tcsparseSpMatSetReorder(c.tcA_r, (tcsparseReorder_t)o->reorder);
+        t0 = now_ms();
+        if (tcsparseSpMatGetMetcfStats(c.tc, c.tcA_r, &st_r) != TCSPARSE_STATUS_SUCCESS) {
+            fprintf(stderr, "  no reordered tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
+            tcsparseDestroySpMat(c.tcA_r);
+            c.tcA_r = NULL;
+        }
+        conv_r_ms = now_ms() - t0;
+    }
 
     float ms[V_COUNT];
     double err[V_COUNT];
@@ -279,7 +307,14 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     printf("%-28s nnz=%-10lld N=%-4d %-5s conv=%.2fms nnz/blk=%.2f route=%s\n", input,
            (long long)m->nnz, N, prec, conv_ms, have_plan ? st.mean_nnz_per_block : 0.0,
            route_kernel);
+    const char *ord = c.tcA_r ? tcsparseGetOrderingName((tcsparseOrdering_t)st_r.reorder_ordering) : "";
+    if (o->reorder)
+        printf("    reordered plan: %s, nnz/blk %.2f -> %.2f, reorder %.1f ms of conv %.1f ms\n",
+               c.tcA_r ? ord : "n/a", st_r.reorder_nnz_per_block_before,
+               st_r.reorder_nnz_per_block_after, st_r.reorder_ms, conv_r_ms);
     for (int v = 0; v < V_COUNT; v++) {
+        if (is_reordered(v) && !o->reorder)
+            continue;
         if (ms[v] < 0) {
             printf("    %-17s %10s\n", vname[v], "n/a");
             continue;
@@ -291,19 +326,27 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             printf("  relerr=%.2e", err[v]);
         printf("\n");
         if (o->csv)
-            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.3f,%.3f,%.3e,%.3f,%.3f,%s\n",
+            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.3f,%.3f,%.3e,%.3f,%.3f,%s,"
+                            "%s,%.3f,%.3f\n",
                     input, (long long)m->rows, (long long)m->cols, (long long)m->nnz, N, prec,
                     vname[v], ms[v], flop / ms[v] / 1e6,
                     ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v],
-                    err[v], conv_ms, have_plan ? st.mean_nnz_per_block : 0.0, route_kernel);
+                    err[v], is_reordered(v) ? conv_r_ms : conv_ms,
+                    have_plan ? st.mean_nnz_per_block : 0.0, route_kernel,
+                    is_reordered(v) ? ord : "", is_reordered(v) ? st_r.reorder_ms : 0.0,
+                    is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0);
     }
     fflush(stdout);
+    if (o->csv)
+        fflush(o->csv); /* rows survive a run cut short */
     for (int v = 0; v < V_COUNT; v++)
         cudaFree(c.buf[v]);
     cusparseDestroySpMat(c.cuA);
     cusparseDestroyDnMat(c.cuB);
     cusparseDestroyDnMat(c.cuC);
     tcsparseDestroySpMat(c.tcA);
+    if (c.tcA_r)
+        tcsparseDestroySpMat(c.tcA_r);
     tcsparseDestroyDnMat(c.tcB);
     tcsparseDestroyDnMat(c.tcC);
     tcsparseDestroy(c.tc);
@@ -331,7 +374,12 @@ static void usage(FILE *f)
             "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
             "               line stands for the directory in TC_DATA_DIR\n"
             "  --csv FILE   also write CSV rows to FILE\n"
-            "  --no-check   skip the comparison against cuSPARSE's result\n");
+            "  --no-check   skip the comparison against cuSPARSE's result\n"
+            "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
+            "               the same matrix on a plan with reordered rows (always: the best\n"
+            "               ordering by block count, the default here; auto: only with a gain\n"
+            "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10); the header line\n"
+            "               and CSV add the ordering, reorder ms and nnz/block after\n");
 }
 
 /* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
@@ -406,9 +454,14 @@ int main(int argc, char **argv)
                 return 2;
             }
             fprintf(o.csv, "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
-                           "relerr_vs_cusparse,convert_ms,nnz_per_block,route\n");
+                           "relerr_vs_cusparse,convert_ms,nnz_per_block,route,reorder,"
+                           "reorder_ms,nnz_per_block_reordered\n");
         } else if (!strcmp(a, "--no-check")) {
             o.check = 0;
+        } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {
+            o.reorder = TCSPARSE_REORDER_ALWAYS;
+        } else if (!strcmp(a, "--reorder=auto")) {
+            o.reorder = TCSPARSE_REORDER_AUTO;
         } else if (a[0] == '-') {
             fprintf(stderr, "tcsparse-bench: unknown option %s\n", a);
             usage(stderr);

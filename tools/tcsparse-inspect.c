@@ -2,16 +2,18 @@
  * computed with the CPU reference conversion (no GPU needed). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "gen.h"
 #include "metcf.h"
+#include "reorder.h"
 
 #define NBUCKETS 16
 
 static void usage(FILE *f)
 {
-    fputs("usage: tcsparse-inspect [--csv] INPUT...\n"
+    fputs("usage: tcsparse-inspect [--csv] [--reorder] INPUT...\n"
           "  INPUT is a Matrix Market file (.mtx, optionally gzip-compressed) or a\n"
           "  generator spec:\n"
           "    rmat:SCALE:EDGE_FACTOR            R-MAT (Graph500 a=.57 b=.19 c=.19)\n"
@@ -23,6 +25,10 @@ static void usage(FILE *f)
           "Prints, per input, the ME-TCF statistics (16-row windows, 16x8 tensor-core blocks)\n"
           "of the CPU reference conversion.\n"
           "  --csv    one CSV line per input (after a header line)\n"
+          "  --reorder  instead: mean nonzeros per 16x8 block and host time of every row\n"
+          "           ordering (identity, cluster, first-col, degree, minhash) and the one\n"
+          "           the plan would keep (TCSPARSE_REORDER_THREADS threads, default all\n"
+          "           CPUs; TCSPARSE_REORDER_MIN_GAIN percent, default 10)\n"
           "  --help   this text\n"
           "Exit status: 0 when every input was read and converted, 1 otherwise, 2 on usage errors.\n",
           f);
@@ -122,6 +128,56 @@ static void print_text(const char *name, const tcsparseMetcfStats_t *st, double 
     printf("  load %.3f ms  conversion %.3f ms\n", load_ms, conv_ms);
 }
 
+static void print_reorder_header(void)
+{
+    printf("input,rows,cols,nnz,threads,ordering,blocks,nnz_per_block,ms,kept,choose_ms\n");
+}
+
+/* nnz/block and time of every ordering, and the choice tc_reorder_choose makes (CPU only). */
+static int inspect_reorder(const char *input, int csv)
+{
+    tc_csr m;
+    char err[512];
+    if (tc_csr_load(input, &m, err, sizeof err)) {
+        fprintf(stderr, "tcsparse-inspect: %s\n", err);
+        return 1;
+    }
+    tc_rcsr a = {m.rows, m.cols, m.nnz, m.row_off, m.col};
+    const char *g = getenv("TCSPARSE_REORDER_MIN_GAIN");
+    double gain = g != NULL && g[0] != '\0' ? atof(g) / 100.0 : 0.10;
+    tc_reorder_opts o = {TC_ORD_ALL_CANDIDATES, gain, tc_reorder_threads()};
+    tc_reorder_result res;
+    int32_t *order = malloc(sizeof *order * (size_t)(m.rows + 1));
+    int rc = order == NULL || tc_reorder_choose(&a, &o, order, &res) != 0;
+    free(order);
+    if (rc) {
+        fprintf(stderr, "tcsparse-inspect: %s: reordering: out of memory\n", input);
+        tc_csr_free(&m);
+        return 1;
+    }
+    if (!csv)
+        printf("%s\n  rows %lld  cols %lld  nnz %lld  threads %d\n", input, (long long)m.rows,
+               (long long)m.cols, (long long)m.nnz, o.nthreads);
+    for (int k = 0; k < TC_ORD_COUNT; k++) {
+        const double npb = res.blocks[k] > 0 ? (double)m.nnz / (double)res.blocks[k] : 0.0;
+        if (csv) {
+            csv_field(input);
+            printf(",%lld,%lld,%lld,%d,%s,%lld,%.4f,%.3f,%d,%.3f\n", (long long)m.rows,
+                   (long long)m.cols, (long long)m.nnz, o.nthreads, tc_ordering_name(k),
+                   (long long)res.blocks[k], npb, res.ms[k], k == res.kept, res.total_ms);
+        } else {
+            printf("  %-10s blocks %12lld  nnz/block %7.3f  %9.1f ms%s\n", tc_ordering_name(k),
+                   (long long)res.blocks[k], npb, res.ms[k], k == res.kept ? "  <- kept" : "");
+        }
+    }
+    if (!csv)
+        printf("  choice %.1f ms (orderings and block counts; the plan adds the copy from the "
+               "GPU)\n", res.total_ms);
+    fflush(stdout);
+    tc_csr_free(&m);
+    return 0;
+}
+
 static int inspect(const char *input, int csv)
 {
     tc_csr m;
@@ -157,7 +213,7 @@ static int inspect(const char *input, int csv)
 
 int main(int argc, char **argv)
 {
-    int csv = 0, first = 0, ninputs = 0, failed = 0, options = 1;
+    int csv = 0, reorder = 0, first = 0, ninputs = 0, failed = 0, options = 1;
     for (int i = 1; i < argc; i++) {
         if (options && strcmp(argv[i], "--") == 0) {
             options = 0;
@@ -166,6 +222,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (options && strcmp(argv[i], "--csv") == 0) {
             csv = 1;
+        } else if (options && strcmp(argv[i], "--reorder") == 0) {
+            reorder = 1;
         } else if (options && argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr, "tcsparse-inspect: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -178,7 +236,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (csv)
+    if (csv && reorder)
+        print_reorder_header();
+    else if (csv)
         print_csv_header();
     options = 1;
     for (int i = 1; i < argc; i++) {
@@ -190,7 +250,7 @@ int main(int argc, char **argv)
             continue;
         if (!csv && first++)
             putchar('\n');
-        failed |= inspect(argv[i], csv);
+        failed |= reorder ? inspect_reorder(argv[i], csv) : inspect(argv[i], csv);
     }
     return failed;
 }

@@ -25,11 +25,12 @@
  *
  * Plans of destroyed descriptors: programs such as PyTorch create a descriptor per call.  A
  * destroyed descriptor's shadow, when it has a plan, is kept (TCSPARSE_PRELOAD_KEEP of them,
- * default 8, least recently used dropped), with a fingerprint of its structure arrays taken
- * when the plan was built; a new descriptor over the same arrays (same pointers, sizes, types)
- * adopts it only when the arrays' fingerprint now is the same (a hash on the caller's stream,
- * waited for: one synchronisation per adoption).  TCSPARSE_PRELOAD_TRUST_POINTERS=1 skips
- * that check, for programs that never rebuild a matrix in memory another one used. */
+ * default 8, least recently used dropped) with a fingerprint of its structure arrays taken
+ * when the plan was built.  A new descriptor over the same arrays (same pointers, sizes,
+ * types) takes it over to decide; before the tensor cores run on it, the arrays' fingerprint
+ * now is compared (tc_verify: one synchronisation; TCSPARSE_PRELOAD_TRUST_POINTERS=1 skips
+ * it).  Matrices used once: with the automatic route a structure is converted only from its
+ * TCSPARSE_PRELOAD_CONVERT_AFTER-th execution (default 2); before that cuSPARSE runs it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -42,6 +43,7 @@
 #include "fallback.h"
 #include "internal.h"
 #include "plan.h"
+#include "route.h"
 #include "shim.h"
 #include "tcsparse_ext.h"
 
@@ -73,6 +75,7 @@ static int tc_passthrough;    /* TCSPARSE_ROUTE=cusparse */
 static int tc_log;            /* TCSPARSE_LOG */
 static int tc_keep = 8;       /* TCSPARSE_PRELOAD_KEEP */
 static int tc_trust;          /* TCSPARSE_PRELOAD_TRUST_POINTERS=1: adopt without a check */
+static int tc_convert_after = 2; /* TCSPARSE_PRELOAD_CONVERT_AFTER */
 static __thread int tc_depth; /* > 0 inside the interposer or a real call */
 
 static void *tc_find(const char *name)
@@ -120,6 +123,13 @@ static void tc_init(void)
         long v = strtol(e, &end, 10);
         if (*end == '\0' && v >= 0 && v <= 1024)
             tc_keep = (int)v;
+    }
+    e = getenv("TCSPARSE_PRELOAD_CONVERT_AFTER");
+    if (e != NULL && e[0] != '\0') {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 1000000)
+            tc_convert_after = (int)v;
     }
     e = getenv("TCSPARSE_PRELOAD_TRUST_POINTERS");
     tc_trust = e != NULL && strcmp(e, "1") == 0;
@@ -195,6 +205,7 @@ typedef struct tc_shim_spmat {
     tcsparseSpMatDescr_t shadow;
     int have_fp;
     uint64_t fp;
+    int unverified; /* adopted from a kept plan; checked before a tensor-core launch */
     unsigned long long used; /* orphans: last use, for least-recently-used */
     struct tc_shim_spmat *next;
 } tc_shim_spmat;
@@ -373,8 +384,7 @@ static tcsparseStatus_t tc_make_shadow(const tc_spmat_sig *s, const void *values
 
 /* The shadow of a caller's sparse descriptor, made or refreshed (lock held).  NULL with a
  * reason when tcsparse cannot mirror it. */
-static tc_shim_spmat *tc_spmat_get(cusparseConstSpMatDescr_t d, cudaStream_t stream, char *why,
-                                   size_t n)
+static tc_shim_spmat *tc_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n)
 {
     tc_spmat_sig sig;
     const void *values = NULL;
@@ -385,24 +395,17 @@ static tc_shim_spmat *tc_spmat_get(cusparseConstSpMatDescr_t d, cudaStream_t str
         tc_spmat_free(e); /* pointers or sizes changed: the old plan is stale */
         e = NULL;
     }
-    if (e == NULL && tc_norphans > 0 && !tc_capturing(stream)) {
-        /* a kept plan over the same arrays, if they still hold the same structure */
+    if (e == NULL && tc_norphans > 0) {
+        /* a kept plan over the same arrays: used to decide at once, and checked against what
+         * the arrays hold now before the tensor cores run on it (tc_verify) */
         for (tc_shim_spmat **pp = &tc_orphans; *pp != NULL; pp = &(*pp)->next) {
             if (!tc_sig_equal(&(*pp)->sig, &sig))
                 continue;
-            tc_shim_spmat *o = *pp;
-            *pp = o->next;
+            e = *pp;
+            *pp = e->next;
+            e->next = NULL;
             tc_norphans--;
-            uint64_t fp;
-            if (tc_trust || (tc_fingerprint(&sig, stream, &fp) == 0 && fp == o->fp)) {
-                e = o;
-                e->next = NULL;
-                tc_logf("kept plan adopted by a new descriptor%s",
-                        tc_trust ? " (pointers trusted)" : " (fingerprint matches)");
-            } else {
-                tc_spmat_free(o);
-                tc_logf("kept plan dropped: the arrays hold another structure now");
-            }
+            e->unverified = !tc_trust;
             break;
         }
     }
@@ -427,6 +430,62 @@ static tc_shim_spmat *tc_spmat_get(cusparseConstSpMatDescr_t d, cudaStream_t str
     e->next = tc_spmats[b];
     tc_spmats[b] = e;
     return e;
+}
+
+/* An adopted plan is about to drive the tensor cores: check that the arrays still hold the
+ * structure it was built from.  1: go ahead; 0: it was stale (or cannot be checked now) and
+ * the shadow has been replaced by a fresh one without a plan. */
+static int tc_verify(tc_shim_spmat *e, cudaStream_t stream)
+{
+    if (!e->unverified)
+        return 1;
+    uint64_t fp;
+    if (!tc_capturing(stream) && tc_fingerprint(&e->sig, stream, &fp) == 0 && fp == e->fp) {
+        e->unverified = 0;
+        tc_logf("kept plan adopted by a new descriptor (fingerprint matches)");
+        return 1;
+    }
+    tcsparseSpMatDescr_t fresh = NULL;
+    const void *values = ((const struct tcsparseSpMatDescr *)e->shadow)->values;
+    if (tc_make_shadow(&e->sig, values, &fresh) == TCSPARSE_STATUS_SUCCESS) {
+        tcsparseDestroySpMat(e->shadow);
+        e->shadow = fresh;
+    } else {
+        tc_plan_invalidate((struct tcsparseSpMatDescr *)e->shadow);
+    }
+    e->unverified = 0;
+    e->have_fp = 0;
+    tc_logf("kept plan dropped: the arrays hold another structure now");
+    return 0;
+}
+
+/* Structures seen without a plan (TCSPARSE_PRELOAD_CONVERT_AFTER): a program that builds a
+ * new matrix for one product (PyTorch's transposes in a backward pass) would pay a conversion
+ * worth many products for one use.  With the automatic route, a structure is converted only
+ * from its N-th execution on (default 2); _preprocess always converts. */
+#define TC_SEEN 64
+static struct {
+    tc_spmat_sig sig;
+    int count;
+    unsigned long long used;
+} tc_seen[TC_SEEN];
+
+/* Counts one more execution of a structure without a plan; returns the count. */
+static int tc_seen_count(const tc_spmat_sig *sig)
+{
+    int slot = 0;
+    for (int i = 0; i < TC_SEEN; i++) {
+        if (tc_seen[i].count > 0 && tc_sig_equal(&tc_seen[i].sig, sig)) {
+            tc_seen[i].used = ++tc_clock;
+            return ++tc_seen[i].count;
+        }
+        if (tc_seen[i].used < tc_seen[slot].used)
+            slot = i;
+    }
+    tc_seen[slot].sig = *sig;
+    tc_seen[slot].count = 1;
+    tc_seen[slot].used = ++tc_clock;
+    return 1;
 }
 
 /* After a call that may have built the plan: fingerprint it once, outside any capture. */
@@ -527,6 +586,34 @@ typedef struct {
     size_t *size;
 } tc_call;
 
+/* The tcsparse function of the call, on shadow descriptors. */
+static tcsparseStatus_t tc_call_tcsparse(tcsparseHandle_t h, const tc_call *c, tc_shim_spmat *e,
+                                         tcsparseDnMatDescr_t d1, tcsparseDnMatDescr_t d2)
+{
+    const tcsparseOperation_t opA = (tcsparseOperation_t)c->opA, opB = (tcsparseOperation_t)c->opB;
+    h->deferred = 1;
+    if (!c->sddmm) {
+        tcsparseSpMMAlg_t alg = (tcsparseSpMMAlg_t)c->alg;
+        if (c->phase == TC_PH_SIZE)
+            return tcsparseSpMM_bufferSize(h, opA, opB, c->alpha, e->shadow, d1, c->beta, d2,
+                                           c->ct, alg, c->size);
+        if (c->phase == TC_PH_PREPROCESS)
+            return tcsparseSpMM_preprocess(h, opA, opB, c->alpha, e->shadow, d1, c->beta, d2,
+                                           c->ct, alg, c->buffer);
+        return tcsparseSpMM(h, opA, opB, c->alpha, e->shadow, d1, c->beta, d2, c->ct, alg,
+                            c->buffer);
+    }
+    tcsparseSDDMMAlg_t alg = (tcsparseSDDMMAlg_t)c->alg;
+    if (c->phase == TC_PH_SIZE)
+        return tcsparseSDDMM_bufferSize(h, opA, opB, c->alpha, d1, d2, c->beta, e->shadow, c->ct,
+                                        alg, c->size);
+    if (c->phase == TC_PH_PREPROCESS)
+        return tcsparseSDDMM_preprocess(h, opA, opB, c->alpha, d1, d2, c->beta, e->shadow, c->ct,
+                                        alg, c->buffer);
+    return tcsparseSDDMM(h, opA, opB, c->alpha, d1, d2, c->beta, e->shadow, c->ct, alg,
+                         c->buffer);
+}
+
 /* Runs the call through tcsparse on shadow descriptors.  Returns 1 when tcsparse did the whole
  * work (TC path executed, or a size computed); 0 when the real cuSPARSE must be called, with
  * `route` and `why` describing the decision. */
@@ -538,43 +625,44 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     tc_depth++;
     cudaStream_t stream = 0;
     tcsparseDnMatDescr_t d1 = NULL, d2 = NULL;
+    tcsparseRouteInfo_t info;
+    tcsparseStatus_t st;
     tcsparseHandle_t h = tc_handle_get(c->handle, &stream, why, wn);
-    tc_shim_spmat *e = h != NULL ? tc_spmat_get(c->sp, stream, why, wn) : NULL;
+    tc_shim_spmat *e = h != NULL ? tc_spmat_get(c->sp, why, wn) : NULL;
     if (e == NULL)
         goto out;
     /* SpMM: B is read-only, C written; SDDMM: both dense operands are read-only */
     if (tc_dn_shadow(c->dn1, 1, &d1, why, wn) != TCSPARSE_STATUS_SUCCESS ||
         tc_dn_shadow(c->dn2, c->sddmm, &d2, why, wn) != TCSPARSE_STATUS_SUCCESS)
         goto out;
-    tcsparseStatus_t st;
-    h->deferred = 1;
-    if (!c->sddmm) {
-        tcsparseSpMMAlg_t alg = (tcsparseSpMMAlg_t)c->alg;
-        if (c->phase == TC_PH_SIZE)
-            st = tcsparseSpMM_bufferSize(h, (tcsparseOperation_t)c->opA,
-                                         (tcsparseOperation_t)c->opB, c->alpha, e->shadow, d1,
-                                         c->beta, d2, c->ct, alg, c->size);
-        else if (c->phase == TC_PH_PREPROCESS)
-            st = tcsparseSpMM_preprocess(h, (tcsparseOperation_t)c->opA,
-                                         (tcsparseOperation_t)c->opB, c->alpha, e->shadow, d1,
-                                         c->beta, d2, c->ct, alg, c->buffer);
-        else
-            st = tcsparseSpMM(h, (tcsparseOperation_t)c->opA, (tcsparseOperation_t)c->opB,
-                              c->alpha, e->shadow, d1, c->beta, d2, c->ct, alg, c->buffer);
-    } else {
-        tcsparseSDDMMAlg_t alg = (tcsparseSDDMMAlg_t)c->alg;
-        if (c->phase == TC_PH_SIZE)
-            st = tcsparseSDDMM_bufferSize(h, (tcsparseOperation_t)c->opA,
-                                          (tcsparseOperation_t)c->opB, c->alpha, d1, d2,
-                                          c->beta, e->shadow, c->ct, alg, c->size);
-        else if (c->phase == TC_PH_PREPROCESS)
-            st = tcsparseSDDMM_preprocess(h, (tcsparseOperation_t)c->opA,
-                                          (tcsparseOperation_t)c->opB, c->alpha, d1, d2,
-                                          c->beta, e->shadow, c->ct, alg, c->buffer);
-        else
-            st = tcsparseSDDMM(h, (tcsparseOperation_t)c->opA, (tcsparseOperation_t)c->opB,
-                               c->alpha, d1, d2, c->beta, e->shadow, c->ct, alg, c->buffer);
+    const int route_auto = tc_route_effective(h) == TCSPARSE_ROUTE_AUTO;
+    if (c->phase == TC_PH_PREPROCESS && e->unverified)
+        (void)tc_verify(e, stream); /* _preprocess may decide and measure: no stale plan */
+    if (c->phase == TC_PH_EXEC && e->unverified) {
+        /* Where would the kept plan send the call?  Only the tensor cores need it checked. */
+        h->decide_only = 1;
+        st = tc_call_tcsparse(h, c, e, d1, d2);
+        h->decide_only = 0;
+        if (st != TCSPARSE_STATUS_SUCCESS) {
+            snprintf(why, wn, "tcsparse: %s", tcsparseGetLastErrorMessage());
+            goto out;
+        }
+        if (tcsparseGetLastRoute(h, &info) == TCSPARSE_STATUS_SUCCESS &&
+            info.path == TCSPARSE_PATH_CUSPARSE) {
+            snprintf(why, wn, "%s", info.reason);
+            goto out;
+        }
+        (void)tc_verify(e, stream);
     }
+    if (c->phase == TC_PH_EXEC && route_auto && !tc_has_plan(e)) {
+        int n = tc_seen_count(&e->sig);
+        if (n < tc_convert_after) {
+            snprintf(why, wn, "use %d of this structure: a conversion would not pay off yet "
+                     "(converted from use %d on)", n, tc_convert_after);
+            goto out;
+        }
+    }
+    st = tc_call_tcsparse(h, c, e, d1, d2);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         snprintf(why, wn, "tcsparse: %s", tcsparseGetLastErrorMessage());
         goto out;
@@ -584,7 +672,6 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         done = 1;
         goto out;
     }
-    tcsparseRouteInfo_t info;
     if (tcsparseGetLastRoute(h, &info) == TCSPARSE_STATUS_SUCCESS) {
         if (info.path != TCSPARSE_PATH_CUSPARSE)
             snprintf(route, rn, "%s", info.kernel);

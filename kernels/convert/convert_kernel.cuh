@@ -50,9 +50,12 @@ __global__ void check_offsets(const void *off, int is64, int64_t dim, int64_t nn
 }
 
 // Key 1 = window << (cbits + 4) | col << 4 | row & 15; value = position in caller's arrays.
+// With row_new (a permutation of the rows), row r is placed at row row_new[r]: the value is
+// still the caller's position, so val_idx needs no remapping.
 __global__ void make_keys(int fmt_csr, int fmt_csc, const void *off, int off64, const void *idx,
                           int idx64, int64_t rows, int64_t cols, int64_t nnz, int base, int cbits,
-                          unsigned long long *keys, int32_t *vals, int *flags)
+                          const int32_t *row_new, unsigned long long *keys, int32_t *vals,
+                          int *flags)
 {
     int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= nnz)
@@ -73,6 +76,8 @@ __global__ void make_keys(int fmt_csr, int fmt_csc, const void *off, int off64, 
         r = 0;
         c = 0;
     }
+    if (row_new != nullptr)
+        r = row_new[r];
     keys[e] = ((unsigned long long)(r >> 4) << (cbits + 4)) | ((unsigned long long)c << 4) |
               (unsigned long long)(r & 15);
     vals[e] = (int32_t)e;
@@ -163,6 +168,18 @@ __global__ void finish(const unsigned long long *keys2, const int32_t *vals2, in
         blk_off[b] = (int32_t)i;
     if (i == nnz - 1)
         blk_off[blocks] = (int32_t)nnz;
+}
+
+// win_row[row_new[r]] = r for every row; the caller has set the padding positions to -1.
+__global__ void scatter_win_row(const int32_t *row_new, int64_t rows, int64_t slots,
+                                int32_t *win_row)
+{
+    int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows)
+        return;
+    const int32_t p = row_new[r];
+    if (p >= 0 && p < slots)
+        win_row[p] = (int32_t)r;
 }
 
 } // namespace tc

@@ -66,6 +66,7 @@ extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 {
     cudaFree(m->win_off);
     cudaFree(m->blk_off); // one allocation holds blk_off, blk_col, val_idx and blk_pos
+    cudaFree(m->win_row);
     *m = tc_dev_metcf{};
 }
 
@@ -122,7 +123,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(x.get(&x.dfirst, 4 * ((int64_t)windows + 1)), "allocating window starts");
         make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
                                                  in->indices, in->indices_64, in->rows, in->cols,
-                                                 nnz, in->base, cbits, x.k[0], x.v[0], x.flags);
+                                                 nnz, in->base, cbits, in->row_new, x.k[0],
+                                                 x.v[0], x.flags);
         TC_CU(cudaGetLastError(), "launching make_keys");
 
         // One CUB workspace big enough for both sorts and the scans.
@@ -198,6 +200,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                    m.blk_pos, m.val_idx, m.blk_off);
             TC_CU(cudaGetLastError(), "launching finish");
         }
+    }
+    if (in->row_new != nullptr && in->rows > 0) { // the caller's row of each window row
+        const int64_t slots = (int64_t)windows * 16;
+        TC_CU(cudaMalloc(&m.win_row, sizeof(int32_t) * slots), "allocating win_row");
+        TC_CU(cudaMemsetAsync(m.win_row, 0xff, sizeof(int32_t) * slots, s), "padding win_row");
+        scatter_win_row<<<grid_for(in->rows, T), T, 0, s>>>(in->row_new, in->rows, slots,
+                                                             m.win_row);
+        TC_CU(cudaGetLastError(), "launching scatter_win_row");
     }
     // finished before returning: the plan may next be used on another stream
     TC_CU(cudaStreamSynchronize(s), "conversion");

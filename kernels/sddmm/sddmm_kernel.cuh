@@ -23,6 +23,7 @@ struct Params {
     int64_t M, K;
     const int32_t *win_off, *blk_off, *blk_col, *val_idx;
     const uint8_t *blk_pos;
+    const int32_t *win_row;   // reordered plan: A's row of each window row (-1: padding), or null
     const void *A;
     int64_t lda;
     const void *B;
@@ -95,7 +96,8 @@ __device__ __forceinline__ void load_b(uint32_t (&w)[kLaneWords], const Params &
 }
 
 // Chunks [c0, c0 + nc) of the window's 16 rows of A into shared memory, rows `stride` bytes
-// apart; rows past M are zeros and are never read from A.
+// apart; rows past M (and a reordered plan's padding rows) are zeros and are never read from
+// A.  A reordered plan's window row r is A's row win_row[16 * win + r].
 template <class R>
 __device__ __forceinline__ void stage_a(char *sa, int stride, const Params &p, int32_t win, int c0,
                                         int nc)
@@ -105,9 +107,11 @@ __device__ __forceinline__ void stage_a(char *sa, int stride, const Params &p, i
     const int64_t k0 = (int64_t)c0 * (kChunkBytes / (int)sizeof(R));
     for (int i = threadIdx.x; i < kWinRows * per_row; i += blockDim.x) {
         const int r = i / per_row, v = i - r * per_row;
-        const int64_t row = (int64_t)win * kWinRows + r;
+        int64_t row = (int64_t)win * kWinRows + r;
+        if (p.win_row != nullptr)
+            row = __ldg(&p.win_row[row]);
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (row < p.M)
+        if (row >= 0 && row < p.M)
             u = load16<R>(static_cast<const R *>(p.A) + row * p.lda, k0 + (int64_t)v * E, p.K,
                           p.a_vec);
         *reinterpret_cast<uint4 *>(sa + r * stride + v * 16) = u;

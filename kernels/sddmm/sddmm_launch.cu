@@ -79,6 +79,7 @@ Params make_params(const tc_sddmm_args *a)
     p.M = a->M; p.K = a->K;
     p.win_off = m->win_off; p.blk_off = m->blk_off; p.blk_col = m->blk_col;
     p.val_idx = m->val_idx; p.blk_pos = m->blk_pos;
+    p.win_row = m->win_row;
     p.A = a->A; p.lda = a->lda; p.B = a->B; p.ldb = a->ldb; p.C = a->C;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     p.chunks = reinterpret_cast<const int4 *>(a->chunks);
@@ -97,6 +98,25 @@ extern "C" const char *tc_sddmm_kernel_name(const tc_sddmm_args *a)
     const char *name = "unknown";
     pick_kernel(a, &name);
     return name;
+}
+
+extern "C" tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *blocks_per_sm)
+{
+    const char *name = "unknown";
+    void *fn = pick_kernel(a, &name);
+    *blocks_per_sm = 0;
+    if (fn == nullptr)
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    const int64_t nk = chunks_of_k(a);
+    const int64_t tile_chunks = nk < kTileChunks ? nk : kTileChunks; // as make_params
+    const size_t smem = (size_t)kWinRows * (size_t)(tile_chunks * kChunkBytes + kRowPad);
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fn, kThreads, smem);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *blocks_per_sm = 0;
+        return TCSPARSE_STATUS_ARCH_MISMATCH;
+    }
+    return TCSPARSE_STATUS_SUCCESS;
 }
 
 extern "C" tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t s, char *err,

@@ -13,6 +13,8 @@ struct SpmmParams {
     int64_t M, N;
     const int32_t *win_off, *blk_off, *blk_col, *val_idx;
     const uint8_t *blk_pos;
+    const int32_t *win_row; // reordered plan: the caller's row of each window row (-1:
+                            // padding); NULL: window row i of window w is row 16w+i
     const void *a_val;
     const void *B;
     int64_t ldb;
@@ -165,7 +167,7 @@ __device__ __forceinline__ void store_row(const SpmmParams &p, int64_t row, int6
                                           const float (&v)[E], float alpha, float beta,
                                           bool atomic)
 {
-    if (row >= p.M || col >= p.N)
+    if (row < 0 || row >= p.M || col >= p.N) // row < 0: a reordered plan's padding row
         return;
     CT *dst = static_cast<CT *>(p.C) + row * p.ldc + col;
     if (atomic) {
@@ -236,7 +238,8 @@ __device__ __forceinline__ void store_row(const SpmmParams &p, int64_t row, int6
 // ---- the kernel ---------------------------------------------------------------------------
 
 // C = beta * C on the rows of the windows listed (those the balanced kernel accumulates into
-// atomically).  beta = 0 writes zeros without reading C.
+// atomically), through win_row when the plan is reordered.  beta = 0 writes zeros without
+// reading C.
 template <class CT>
 __global__ void scale_windows(const SpmmParams p, const int32_t *wins, int32_t nwins)
 {
@@ -246,7 +249,9 @@ __global__ void scale_windows(const SpmmParams p, const int32_t *wins, int32_t n
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t w = wins[i / per_win];
         int64_t r = w * kWinRows + (i % per_win) / p.N, c = i % p.N;
-        if (r >= p.M)
+        if (p.win_row != nullptr)
+            r = __ldg(&p.win_row[r]);
+        if (r < 0 || r >= p.M)
             continue;
         CT *q = static_cast<CT *>(p.C) + r * p.ldc + c;
         *q = from_f<CT>(beta != 0.0f ? beta * to_f(*q) : 0.0f);

@@ -138,9 +138,13 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32)
         r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
     }
     const int64_t col = n0 + (int64_t)2 * t * J;
-    const int64_t row = (int64_t)win * kWinRows + g;
-    store_row<CT, 2 * J>(p, row, col, r0, alpha, beta, atomic);
-    store_row<CT, 2 * J>(p, row + 8, col, r1, alpha, beta, atomic);
+    int64_t row0 = (int64_t)win * kWinRows + g, row1 = row0 + 8;
+    if (p.win_row != nullptr) { // uniform branch: reordered plan, the caller's rows (-1: none)
+        row0 = __ldg(&p.win_row[row0]);
+        row1 = __ldg(&p.win_row[row1]);
+    }
+    store_row<CT, 2 * J>(p, row0, col, r0, alpha, beta, atomic);
+    store_row<CT, 2 * J>(p, row1, col, r1, alpha, beta, atomic);
 }
 
 } // namespace tc

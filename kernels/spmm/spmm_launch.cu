@@ -76,6 +76,7 @@ SpmmParams make_params(const tc_spmm_args *a)
     p.M = a->M; p.N = a->N;
     p.win_off = m->win_off; p.blk_off = m->blk_off; p.blk_col = m->blk_col;
     p.val_idx = m->val_idx; p.blk_pos = m->blk_pos;
+    p.win_row = m->win_row;
     p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     p.chunks = reinterpret_cast<const int4 *>(a->chunks);

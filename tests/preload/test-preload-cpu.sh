@@ -12,6 +12,10 @@ cd "$tmp" || exit 99
 err() { echo "test-preload-cpu: FAIL: $*"; fail=1; }
 
 test -f "$so" || { echo "test-preload-cpu: FAIL: $so not built"; exit 1; }
+# In a --enable-sanitizers build the interposer needs the ASan runtime loaded before it.
+pre=$so
+asan=`ldd "$so" 2>/dev/null | awk '/libasan/ { print $3 }'`
+test -n "$asan" && pre="$asan $so"
 
 # 1. exported symbols
 want=`sed -n 's/^ *\(cusparse[A-Za-z0-9_]*\);$/\1/p' "$map" | sort`
@@ -27,7 +31,7 @@ objdump -T "$so" | awk '/cusparseSpMM$/ { print $(NF-1) }' | grep -qx 'libcuspar
 
 # 2. the program alone, then under the interposer with the log on
 "$client" > alone.out 2> alone.err || { cat alone.out alone.err; err "forward_client fails without the interposer"; }
-LD_PRELOAD=$so TCSPARSE_LOG=1 "$client" > pre.out 2> pre.err || {
+LD_PRELOAD="$pre" TCSPARSE_LOG=1 "$client" > pre.out 2> pre.err || {
   cat pre.out pre.err; err "forward_client fails under the interposer"; }
 cat pre.err
 cmp -s alone.out pre.out || err "stdout differs under the interposer"
@@ -39,7 +43,7 @@ grep -q "^tcsparse-preload: cusparseSpMM -> cusparse (null handle)" pre.err ||
   err "no log line for cusparseSpMM with the reason"
 
 # 3. pass-through
-LD_PRELOAD=$so TCSPARSE_LOG=1 TCSPARSE_ROUTE=cusparse "$client" > pt.out 2> pt.err ||
+LD_PRELOAD="$pre" TCSPARSE_LOG=1 TCSPARSE_ROUTE=cusparse "$client" > pt.out 2> pt.err ||
   err "forward_client fails with TCSPARSE_ROUTE=cusparse"
 grep -q 'loaded (TCSPARSE_ROUTE=cusparse: pass-through)' pt.err || err "no pass-through line"
 grep -q 'cusparseSpMM -> cusparse (pass-through)' pt.err || err "no pass-through log for SpMM"

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Refits the selector's cost model (src/select.c) to the H100 measurements in docs/results.
+
+usage: fit_model.py [--build DIR] [--data DIR] [--update] [--threshold T] [--margin M] [-v]
+
+  --build DIR   build directory holding bench/tcsparse-select-features and
+                tools/tcsparse-inspect (default: the current directory)
+  --data DIR    the shared matrices ($DATA/ of the suites; default ../shared/data next to the
+                source tree, else /work/shared/data)
+  --update      rewrite the coefficient block of src/select.c in place (else print it)
+  --threshold   balance threshold to evaluate (default: the one compiled in, read from
+                src/select.h)
+  --margin      gain margin to evaluate (default: TC_SEL_GAIN_MARGIN and _SDDMM of
+                src/select.h)
+
+Steps: (1) the ME-TCF statistics of every input of the CSV files, computed on the CPU by
+tcsparse-inspect and cached in bench/stats.csv (inputs already there are not recomputed);
+(2) the selector's features for every (input, N or K, precision), from the selector's own C
+code (bench/tcsparse-select-features, so the features cannot drift from the library's);
+(3) non-negative relative least squares per coefficient set; (4) a sweep of the balance
+threshold and the regret of the model's routing: routed time / min(TC base, TC balanced,
+cuSPARSE ALG_DEFAULT), computed offline from the measured times.
+Pure Python 3 (no numpy needed)."""
+import csv, math, os, re, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+RESULTS = os.path.join(SRC, 'docs', 'results')
+STATS = os.path.join(HERE, 'stats.csv')
+
+# Oldest first: a key (input, N, precision) is taken from the newest file that has it, all of
+# its variants from that one run.  The *-atomics files were measured after the balanced
+# kernel's vector atomics; balanced times of keys only in older files are stale and are kept
+# out of the balanced kernel's fit (they still count, pessimistically, in the regret).
+SPMM_FILES = ['large-h100.csv', 'small-h100.csv', 'large-f16-h100.csv',
+              'large-measure-h100.csv', 'small-measure-h100.csv',
+              'large-atomics-h100.csv', 'small-atomics-h100.csv']
+SPMM_CURRENT_BALANCED = {'large-atomics-h100.csv', 'small-atomics-h100.csv'}
+SDDMM_FILES = ['sddmm-large-h100.csv', 'sddmm-small-h100.csv', 'sddmm-small-rule-h100.csv']
+
+PREC = {'f32': 0, 'tf32': 1, 'f16': 2, 'bf16': 2}
+SM = 132
+NX, NY = 8, 6
+
+
+def norm_input(name):
+    """Suite spelling of an input: $DATA/X.mtx.gz for the shared matrices."""
+    return re.sub(r'/[^:]*/data/', '$DATA/', name)
+
+
+def load_runs(files, kdim):
+    runs = {}
+    for f in files:
+        path = os.path.join(RESULTS, f)
+        if not os.path.exists(path):
+            continue
+        per = {}
+        for r in csv.DictReader(open(path)):
+            key = (norm_input(r['input']), int(r[kdim]), r['prec'])
+            per.setdefault(key, {})[r['variant']] = float(r['ms']) * 1e3  # us
+        for key, v in per.items():
+            runs[key] = (f, v)
+    return runs
+
+
+def load_stats():
+    stats = {}
+    if os.path.exists(STATS):
+        for r in csv.DictReader(open(STATS)):
+            stats[r['input']] = r
+    return stats
+
+
+def compute_stats(inputs, build, data):
+    inspect = os.path.join(build, 'tools', 'tcsparse-inspect')
+    stats = load_stats()
+    missing = [i for i in inputs if i not in stats]
+    if not missing:
+        return stats
+    if not os.access(inspect, os.X_OK):
+        sys.exit('fit_model.py: %s not built (run make), needed for %d inputs' % (inspect, len(missing)))
+    for name in missing:
+        sys.stderr.write('statistics of %s ...\n' % name)
+        arg = name.replace('$DATA', data)
+        out = subprocess.run([inspect, '--csv', arg], check=True, capture_output=True, text=True).stdout
+        rows = list(csv.DictReader(out.splitlines()))
+        rows[0]['input'] = name
+        stats[name] = rows[0]
+    keys = list(next(iter(stats.values())).keys())
+    with open(STATS, 'w', newline='') as fh:
+        w = csv.DictWriter(fh, fieldnames=keys, lineterminator='\n')
+        w.writeheader()
+        for name in sorted(stats):
+            w.writerow(stats[name])
+    return stats
+
+
+def spmm_shape(N, ab):
+    """warps per thread block and slices along N (kernels/spmm/spmm_launch.cu, cta_warps)."""
+    warp_n = 8 * (4 if ab == 4 else 8)
+    warps = max(1, min(4, -(-N // warp_n)))
+    return warps, -(-N // (warp_n * warps))
+
+
+def config_line(op, key, st):
+    inp, N, prec = key
+    p = PREC[prec]
+    ab = 2 if p == 2 else 4
+    cb = 2 if p == 2 else 4   # the FP16 runs keep C in FP16
+    warps, slices = spmm_shape(N, ab) if op == 0 else (4, 1)
+    hist = [st[k] for k in st if k.startswith('bpw_')]
+    vals = [op, p, N, ab, cb, SM, 0, 0, warps, slices, 0,
+            st['rows'], st['cols'], st['nnz'], st['windows'], st['empty_windows'], st['blocks'],
+            st['max_blocks_per_window'], st['metcf_bytes'], st['csr_bytes']] + hist
+    return ' '.join(str(int(float(v))) for v in vals)
+
+
+def features(build, lines):
+    exe = os.path.join(build, 'bench', 'tcsparse-select-features')
+    out = subprocess.run([exe], input='\n'.join(lines) + '\n', check=True, capture_output=True,
+                         text=True).stdout.split('\n')
+    res = []
+    for l in out:
+        if not l.strip():
+            continue
+        v = [float(x) for x in l.split()]
+        res.append({'mk_base': v[0], 'mk_bal': v[1], 'ratio': v[4], 'balanced': int(v[5]),
+                    'xb': v[6:6 + NX], 'xl': v[6 + NX:6 + 2 * NX],
+                    'y': v[6 + 2 * NX:6 + 2 * NX + NY],
+                    'c_pred': v[6 + 2 * NX + NY:6 + 2 * NX + NY + 3]})
+    return res
+
+
+# ---- non-negative least squares (Lawson-Hanson), small dense problems ---------------------
+
+def solve(M, v):
+    n = len(v)
+    A = [row[:] + [v[i]] for i, row in enumerate(M)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(A[r][c]))
+        A[c], A[p] = A[p], A[c]
+        if abs(A[c][c]) < 1e-300:
+            return None
+        for r in range(n):
+            if r != c:
+                f = A[r][c] / A[c][c]
+                for k in range(c, n + 1):
+                    A[r][k] -= f * A[c][k]
+    return [A[i][n] / A[i][i] for i in range(n)]
+
+
+def lsq(A, b, cols):
+    k = len(cols)
+    M = [[sum(r[cols[i]] * r[cols[j]] for r in A) for j in range(k)] for i in range(k)]
+    for i in range(k):
+        M[i][i] *= 1.0 + 1e-10
+    v = [sum(r[cols[i]] * bb for r, bb in zip(A, b)) for i in range(k)]
+    z = solve(M, v)
+    out = [0.0] * len(A[0])
+    if z:
+        for i, c in enumerate(cols):
+            out[c] = z[i]
+    return out
+
+
+def nnls(A, b, allowed):
+    n = len(A[0])
+    x = [0.0] * n
+    P = []
+    for _ in range(3 * n):
+        res = [bb - sum(r[j] * x[j] for j in range(n)) for r, bb in zip(A, b)]
+        w = [sum(r[j] * e for r, e in zip(A, res)) for j in range(n)]
+        cand = [j for j in allowed if j not in P and w[j] > 1e-12]
+        if not cand:
+            break
+        P.append(max(cand, key=lambda j: w[j]))
+        while True:
+            z = lsq(A, b, P)
+            if all(z[j] > 0 for j in P):
+                x = z
+                break
+            alpha = min(x[j] / (x[j] - z[j]) for j in P if z[j] <= 0 and x[j] != z[j]) \
+                if any(z[j] <= 0 and x[j] != z[j] for j in P) else 0.0
+            x = [x[j] + alpha * (z[j] - x[j]) for j in range(n)]
+            P = [j for j in P if x[j] > 1e-15]
+            if not P:
+                break
+    return x
+
+
+def fit(rows, nfeat, allowed=None):
+    """rows: (features, measured us); minimises the relative error."""
+    if not rows:
+        return [0.0] * nfeat
+    A = [[f / t for f in x] for x, t in rows]
+    b = [1.0] * len(rows)
+    return nnls(A, b, allowed if allowed is not None else list(range(nfeat)))
+
+
+def dot(c, x):
+    return sum(a * b for a, b in zip(c, x))
+
+
+def geo(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float('nan')
+
+
+def rel_err(rows, c):
+    e = [abs(dot(c, x) / t - 1) for x, t in rows]
+    return (geo([1 + x for x in e]) - 1, max(e) if e else float('nan'))
+
+
+def header_value(name):
+    for l in open(os.path.join(SRC, 'src', 'select.h')):
+        m = re.match(r'#define\s+%s\s+([0-9.]+)' % name, l)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def fmt_block(name, coefs, comment):
+    s = 'static const double %s[%d][%s] = { /* %s */\n' % (
+        name, len(coefs), 'TC_SEL_NX' if len(coefs[0]) == NX else 'TC_SEL_NY', comment)
+    for c in coefs:
+        s += '    {' + ', '.join('%.6g' % v for v in c) + '},\n'
+    return s + '};\n'
+
+
+def main():
+    args = sys.argv[1:]
+    opt = {'--build': '.', '--data': None, '--threshold': None, '--margin': None}
+    flags = set()
+    i = 0
+    while i < len(args):
+        if args[i] in opt:
+            opt[args[i]] = args[i + 1]
+            i += 2
+        elif args[i] in ('--update', '-v'):
+            flags.add(args[i])
+            i += 1
+        else:
+            sys.exit(__doc__)
+    build = opt['--build']
+    data = opt['--data'] or next((d for d in (os.path.join(SRC, '..', 'shared', 'data'),
+                                              '/work/shared/data') if os.path.isdir(d)), '.')
+    thr = float(opt['--threshold'] or header_value('TC_SEL_BALANCE_THRESHOLD'))
+    margins = {0: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN')),
+               1: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN_SDDMM'))}
+
+    ops = {0: ('SpMM', load_runs(SPMM_FILES, 'N'), 'cusparse-default'),
+           1: ('SDDMM', load_runs(SDDMM_FILES, 'K'), 'cusparse')}
+    inputs = sorted({k[0] for _, runs, _ in ops.values() for k in runs})
+    stats = compute_stats(inputs, build, data)
+
+    blocks = []
+    for op, (opname, runs, cuname) in ops.items():
+        keys = sorted(runs)
+        feats = features(build, [config_line(op, k, stats[k[0]]) for k in keys])
+        tc_rows = {p: [] for p in range(3)}
+        cu_rows = {4: [], 2: []}
+        cases = []
+        for key, f in zip(keys, feats):
+            fname, v = runs[key]
+            p = PREC[key[2]]
+            tb, tl, tcu = v.get('tc-base'), v.get('tc-balanced'), v.get(cuname)
+            if None in (tb, tl, tcu):
+                continue
+            tc_rows[p].append((f['xb'], tb))
+            if op == 1 or fname in SPMM_CURRENT_BALANCED:
+                tc_rows[p].append((f['xl'], tl))
+            cu_rows[2 if p == 2 else 4].append((f['y'], tcu))
+            cases.append((key, fname, f, tb, tl, tcu, v.get('routed')))
+        # SDDMM was measured without 16-bit inputs: its 16-bit sets repeat the TF32 fit.
+        tc_coef = [fit(tc_rows[p], NX) if tc_rows[p] else None for p in range(3)]
+        cu_coef = {b: fit(cu_rows[b], NY) if cu_rows[b] else None for b in (4, 2)}
+        # Without small 16-bit inputs the launch latency of 16-bit cuSPARSE is not
+        # identifiable: it is taken from the 32-bit fit and the rest refitted.
+        if cu_rows[2] and cu_coef[4] and min(t for _, t in cu_rows[2]) > 100.0:
+            c0 = cu_coef[4][0]
+            A = [[f / t for f in x] for x, t in cu_rows[2]]
+            b = [1.0 - c0 / t for _, t in cu_rows[2]]
+            cu_coef[2] = nnls(A, b, list(range(1, NY)))
+            cu_coef[2][0] = c0
+        if tc_coef[2] is None:
+            tc_coef[2] = tc_coef[1]
+        if cu_coef[2] is None:
+            cu_coef[2] = cu_coef[4]
+        print('== %s: %d cases' % (opname, len(cases)))
+        for p, name in enumerate(('3xtf32', 'tf32', '16-bit')):
+            if tc_rows[p]:
+                g, w = rel_err(tc_rows[p], tc_coef[p])
+                print('  TC %-7s %3d points  geomean |rel err| %.3f  worst %.2f' % (name, len(tc_rows[p]), g, w))
+        for b in (4, 2):
+            if cu_rows[b]:
+                g, w = rel_err(cu_rows[b], cu_coef[b])
+                print('  cuSPARSE %d-byte %3d points  geomean |rel err| %.3f  worst %.2f' % (b, len(cu_rows[b]), g, w))
+
+        # balance threshold: choice between the two measured TC kernels alone
+        print('  balance threshold sweep (TC kernel chosen / faster TC kernel; current balanced times only):')
+        for t in (1.0, 1.1, 1.2, 1.3, 1.5, 1.75, 2.0, 3.0):
+            rr = [(tl if c[2]['ratio'] > t else tb) / min(tb, tl)
+                  for c in cases for (tb, tl) in [(c[3], c[4])]
+                  if op == 1 or c[1] in SPMM_CURRENT_BALANCED]
+            print('    %.2f: geomean %.3f  <=1.05 %d/%d  worst %.2f' % (
+                t, geo(rr), sum(r <= 1.05 for r in rr), len(rr), max(rr)))
+
+        margin = margins[op]
+        # the compiled-in model (the helper's predictions) against this fit: equal after
+        # --update and a rebuild
+        diff = max(abs(c[2]['c_pred'][0] - dot(tc_coef[PREC[c[0][2]]], c[2]['xb'])) /
+                   max(c[3], 1e-9) for c in cases)
+        print('  compiled-in coefficients %s this fit (largest difference %.1e of a measured time)'
+              % ('match' if diff < 1e-4 else 'differ from', diff))
+
+        def route(c):
+            f = c[2]
+            bal = f['ratio'] > thr
+            ptc = dot(tc_coef[PREC[c[0][2]]], f['xl'] if bal else f['xb'])
+            pcu = dot(cu_coef[2 if PREC[c[0][2]] == 2 else 4], f['y'])
+            if ptc * margin < pcu:
+                return ('bal' if bal else 'base'), ptc, pcu
+            return 'cu', ptc, pcu
+
+        print('  regret of the model\'s routing (threshold %.2f, margin %.2f):' % (thr, margin))
+        print('    %-12s %5s %8s %6s %6s %6s %8s' % ('group', 'cases', 'geomean', '<=1.05', '<=1.15', 'worst', 'old rule'))
+        groups = {}
+        for c in cases:
+            path, ptc, pcu = route(c)
+            t = {'base': c[3], 'bal': c[4], 'cu': c[5]}[path]
+            best = min(c[3], c[4], c[5])
+            suite = 'large' if 'large' in c[1] else 'small'
+            g = '%s N=%d' % (suite, c[0][1])
+            old = c[6] / best if c[6] else float('nan')
+            for gg in (g, 'all'):
+                groups.setdefault(gg, []).append((t / best, old, c, path))
+        for g in sorted(groups, key=lambda s: (s == 'all', s)):
+            rr = [x[0] for x in groups[g]]
+            old = [x[1] for x in groups[g] if x[1] == x[1]]
+            print('    %-12s %5d %8.3f %6d %6d %6.2f %8.3f' % (
+                g, len(rr), geo(rr), sum(r <= 1.05 for r in rr), sum(r <= 1.15 for r in rr), max(rr), geo(old)))
+        if '-v' in flags:
+            for r, old, c, path in sorted(groups['all'], key=lambda x: -x[0])[:25]:
+                print('    worst: %.2f %s %s %s -> %s (base %.1f bal %.1f cu %.1f us; pred tc %.1f cu %.1f, ratio %.2f)' % (
+                    r, c[0][0], c[0][1], c[0][2], path, c[3], c[4], c[5], *route(c)[1:], c[2]['ratio']))
+        pre = 'spmm' if op == 0 else 'sddmm'
+        blocks.append(fmt_block('tc_coef_' + pre, tc_coef, '3xTF32, TF32, 16-bit'))
+        blocks.append(fmt_block('cu_coef_' + pre, [cu_coef[4], cu_coef[2]], '32-bit, 16-bit'))
+
+    text = ''.join(blocks)
+    if '--update' in flags:
+        path = os.path.join(SRC, 'src', 'select.c')
+        src = open(path).read()
+        a = src.index('/* BEGIN COEFFICIENTS')
+        a = src.index('\n', a) + 1
+        b = src.index('/* END COEFFICIENTS */')
+        open(path, 'w').write(src[:a] + text + src[b:])
+        print('updated %s (rebuild, then rerun to see the compiled-in model agree)' % path)
+    else:
+        print(text)
+
+
+if __name__ == '__main__':
+    main()

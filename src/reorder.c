@@ -1,0 +1,898 @@
+/* Row reordering for the tensor-core plan: the orderings, the block count that judges them,
+ * and the plan's conversion with a row permutation (reorder.h, docs/reorder.md).
+ *
+ * Where it runs: on the host, with pthreads.  Every ordering here is a few O(nnz) passes
+ * (per-row features, MinHash signatures, block counts: parallel over rows or windows) and a
+ * handful of O(rows) sorts and union-find sweeps (sequential, cheap next to the passes).  On
+ * the host the same code serves the plan, tcsparse-inspect and the unit tests, runs without
+ * a GPU, and is deterministic whatever the thread count; copying the index arrays down costs
+ * about 5 ms per 16M nonzeros, small next to the passes themselves. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include "internal.h"
+#include "plan.h"
+#include "reorder.h"
+
+#define WIN 16
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *const ord_names[TC_ORD_COUNT] = {"identity", "cluster", "first-col", "degree",
+                                                    "minhash"};
+
+const char *tc_ordering_name(int ordering)
+{
+    return ordering >= 0 && ordering < TC_ORD_COUNT ? ord_names[ordering] : "?";
+}
+
+int tc_ordering_parse(const char *name)
+{
+    for (int k = 0; k < TC_ORD_COUNT; k++)
+        if (name != NULL && strcmp(name, ord_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+int tc_reorder_threads(void)
+{
+    const char *e = getenv("TCSPARSE_REORDER_THREADS");
+    long n = e != NULL && atoi(e) > 0 ? atoi(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* ---- a parallel loop -------------------------------------------------------------------
+ * fn(ctx, begin, end, tid) over [0, n) in pieces taken dynamically by nthreads threads (tid
+ * in [0, nthreads)); the caller's thread is tid 0.  A thread that cannot be created leaves
+ * its share to the others. */
+typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end, int tid);
+
+typedef struct {
+    range_fn fn;
+    void *ctx;
+    int64_t n, piece;
+    atomic_llong next;
+} par_state;
+
+typedef struct {
+    par_state *s;
+    int tid;
+} par_arg;
+
+static void *par_worker(void *p)
+{
+    par_arg *a = p;
+    par_state *s = a->s;
+    for (;;) {
+        int64_t b = atomic_fetch_add(&s->next, s->piece);
+        if (b >= s->n)
+            break;
+        int64_t e = b + s->piece < s->n ? b + s->piece : s->n;
+        s->fn(s->ctx, b, e, a->tid);
+    }
+    return NULL;
+}
+
+static void par_for(int64_t n, int nthreads, int64_t min_piece, range_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (nthreads > 64)
+        nthreads = 64;
+    if (nthreads <= 1 || n <= min_piece) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    par_state s = {.fn = fn, .ctx = ctx, .n = n};
+    s.piece = n / ((int64_t)nthreads * 16);
+    if (s.piece < min_piece)
+        s.piece = min_piece;
+    atomic_init(&s.next, 0);
+    pthread_t th[64];
+    par_arg args[64];
+    int started[64] = {0};
+    for (int t = 0; t < nthreads; t++)
+        args[t] = (par_arg){&s, t};
+    for (int t = 1; t < nthreads; t++)
+        started[t] = pthread_create(&th[t], NULL, par_worker, &args[t]) == 0;
+    par_worker(&args[0]);
+    for (int t = 1; t < nthreads; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+}
+
+/* ---- block count -------------------------------------------------------------------------- */
+
+typedef struct {
+    const tc_rcsr *a;
+    const int32_t *order;
+    int32_t **mark;     /* per thread: cols entries, the last window that saw the column */
+    int64_t *blocks;    /* per thread */
+} count_ctx;
+
+static void count_range(void *p, int64_t wb, int64_t we, int tid)
+{
+    count_ctx *c = p;
+    const tc_rcsr *a = c->a;
+    int32_t *mark = c->mark[tid];
+    int64_t blocks = 0;
+    for (int64_t w = wb; w < we; w++) {
+        int64_t distinct = 0;
+        for (int64_t pos = w * WIN; pos < (w + 1) * WIN && pos < a->rows; pos++) {
+            const int64_t r = c->order ? c->order[pos] : pos;
+            for (int64_t e = a->row_off[r]; e < a->row_off[r + 1]; e++) {
+                const int32_t col = a->col[e];
+                if (mark[col] != (int32_t)w) {
+                    mark[col] = (int32_t)w;
+                    distinct++;
+                }
+            }
+        }
+        blocks += (distinct + 7) / 8;
+    }
+    c->blocks[tid] += blocks;
+}
+
+int64_t tc_reorder_count_blocks(const tc_rcsr *a, const int32_t *order, int nthreads)
+{
+    const int64_t W = (a->rows + WIN - 1) / WIN;
+    if (a->nnz == 0 || W == 0)
+        return 0;
+    if (nthreads < 1)
+        nthreads = 1;
+    if (nthreads > 64)
+        nthreads = 64;
+    /* a thread needs work for its marker array to pay off */
+    while (nthreads > 1 && a->nnz / nthreads < 65536)
+        nthreads--;
+    int32_t *marks[64] = {0};
+    int64_t blocks[64] = {0};
+    int64_t total = -1;
+    for (int t = 0; t < nthreads; t++) {
+        marks[t] = malloc(sizeof(int32_t) * (size_t)(a->cols > 0 ? a->cols : 1));
+        if (marks[t] == NULL)
+            goto done;
+        memset(marks[t], 0xff, sizeof(int32_t) * (size_t)a->cols);
+    }
+    count_ctx c = {a, order, marks, blocks};
+    par_for(W, nthreads, 256, count_range, &c);
+    total = 0;
+    for (int t = 0; t < nthreads; t++)
+        total += blocks[t];
+done:
+    for (int t = 0; t < nthreads; t++)
+        free(marks[t]);
+    return total;
+}
+
+/* ---- per-row features --------------------------------------------------------------------- */
+
+#define NSIG 8 /* MinHash functions of the clustering; the minhash ordering uses the first */
+
+static inline uint32_t mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Hash j of column c: distinct odd multipliers and offsets, then a full avalanche. */
+static inline uint32_t col_hash(int j, int32_t c)
+{
+    static const uint32_t mul[NSIG] = {0x9e3779b1u, 0x85ebca77u, 0xc2b2ae3du, 0x27d4eb2fu,
+                                       0x165667b1u, 0xd3a2646du, 0xfd7046c5u, 0xb55a4f09u};
+    return mix32((uint32_t)c * mul[j] + 0x6a09e667u * (uint32_t)(j + 1));
+}
+
+typedef struct {
+    const tc_rcsr *a;
+    int32_t *deg, *fcol;
+    uint32_t *sig; /* rows * nsig, or NULL */
+    int nsig;
+} feat_ctx;
+
+static void feat_range(void *p, int64_t rb, int64_t re, int tid)
+{
+    (void)tid;
+    feat_ctx *f = p;
+    const tc_rcsr *a = f->a;
+    for (int64_t r = rb; r < re; r++) {
+        const int64_t b = a->row_off[r], e = a->row_off[r + 1];
+        int32_t first = INT32_MAX;
+        uint32_t s[NSIG];
+        for (int j = 0; j < f->nsig; j++)
+            s[j] = UINT32_MAX;
+        for (int64_t k = b; k < e; k++) {
+            const int32_t c = a->col[k];
+            if (c < first)
+                first = c;
+            for (int j = 0; j < f->nsig; j++) {
+                const uint32_t h = col_hash(j, c);
+                if (h < s[j])
+                    s[j] = h;
+            }
+        }
+        f->deg[r] = (int32_t)(e - b);
+        f->fcol[r] = first;
+        if (f->sig)
+            for (int j = 0; j < f->nsig; j++)
+                f->sig[r * f->nsig + j] = s[j];
+    }
+}
+
+/* ---- sorting -------------------------------------------------------------------------------- */
+
+/* Sorts idx[0..n) by key[idx[i]] ascending, stably (LSD radix, 8 bits a pass; passes where
+ * every key has the same byte are skipped).  keys is indexed by idx's values. */
+static int sort_by_key(int32_t *idx, int64_t n, const uint64_t *keys)
+{
+    int32_t *tmp = malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1));
+    uint64_t *k0 = malloc(sizeof *k0 * (size_t)(n > 0 ? n : 1));
+    uint64_t *k1 = malloc(sizeof *k1 * (size_t)(n > 0 ? n : 1));
+    if (tmp == NULL || k0 == NULL || k1 == NULL) {
+        free(tmp);
+        free(k0);
+        free(k1);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        k0[i] = keys[idx[i]];
+    int32_t *src = idx, *dst = tmp;
+    uint64_t *ks = k0, *kd = k1;
+    for (int shift = 0; shift < 64; shift += 8) {
+        int64_t cnt[257] = {0};
+        for (int64_t i = 0; i < n; i++)
+            cnt[((ks[i] >> shift) & 255) + 1]++;
+        int same = 0;
+        for (int b = 1; b <= 256; b++)
+            same |= cnt[b] == n;
+        if (same)
+            continue;
+        for (int b = 0; b < 256; b++)
+            cnt[b + 1] += cnt[b];
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t d = cnt[(ks[i] >> shift) & 255]++;
+            dst[d] = src[i];
+            kd[d] = ks[i];
+        }
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+        uint64_t *u = ks;
+        ks = kd;
+        kd = u;
+    }
+    if (src != idx)
+        memcpy(idx, src, sizeof *idx * (size_t)n);
+    free(tmp);
+    free(k0);
+    free(k1);
+    return 0;
+}
+
+/* order = the rows sorted by key (ties: row index). */
+static int order_by_key(int64_t rows, const uint64_t *key, int32_t *order)
+{
+    for (int64_t i = 0; i < rows; i++)
+        order[i] = (int32_t)i;
+    return sort_by_key(order, rows, key);
+}
+
+/* ---- the clustering (DTC-SpMM's TCU-cache-aware reordering) ------------------------------
+ *
+ * Level I groups rows into clusters of at most 16 (one window) by Jaccard similarity of their
+ * column sets; level II groups the clusters into clusters of clusters (at most kSuper) by the
+ * similarity of their column unions, so that windows a wave of thread blocks runs together
+ * read nearby rows of B.  Similarity comes from NSIG MinHash values per row: candidate pairs
+ * are LSH with one value per band (rows sharing value j, sorted by (value j, value j+1), pair
+ * with their neighbour in that order: O(rows) candidates per band rather than every pair of a
+ * bucket), their similarity the fraction of the NSIG values they share.  Pairs are merged
+ * greedily from the most similar down (union-find; a merge that would exceed the cap is
+ * skipped).  A cluster's signature is the element-wise minimum of its rows' (the MinHash of
+ * the union).  Placement: the clusters of each cluster of clusters are packed into 16-row
+ * windows first-fit decreasing; full windows come first, in cluster-of-clusters order; the
+ * clusters of windows left part-full follow, each kept contiguous, sorted by their smallest
+ * first column (measured: better than sorting those rows one by one), and empty rows come
+ * last. */
+
+enum { kSuper = 128, kMinScore = 2 };
+
+typedef struct {
+    int32_t *parent, *size;
+} dsu;
+
+static int32_t dsu_find(dsu *d, int32_t x)
+{
+    while (d->parent[x] != x) {
+        d->parent[x] = d->parent[d->parent[x]];
+        x = d->parent[x];
+    }
+    return x;
+}
+
+/* Candidate pairs over n items with signatures sig (n * NSIG; items with live[i] == 0 take
+ * no part), merged greedily into groups of at most cap (size[] per item, added up).  The dsu
+ * is initialised by the caller. */
+static int lsh_merge(int64_t n, const uint32_t *sig, const uint8_t *live, dsu *d, int32_t cap)
+{
+    int32_t *idx = malloc(sizeof *idx * (size_t)(n > 0 ? n : 1));
+    uint64_t *key = malloc(sizeof *key * (size_t)(n > 0 ? n : 1));
+    int32_t *pa = malloc(sizeof *pa * (size_t)(n * NSIG + 1));
+    int32_t *pb = malloc(sizeof *pb * (size_t)(n * NSIG + 1));
+    uint8_t *ps = malloc((size_t)(n * NSIG + 1));
+    int rc = -1;
+    if (idx == NULL || key == NULL || pa == NULL || pb == NULL || ps == NULL)
+        goto done;
+    int64_t np = 0;
+    for (int j = 0; j < NSIG; j++) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (!live[i])
+                continue;
+            idx[m++] = (int32_t)i;
+            key[i] = (uint64_t)sig[i * NSIG + j] << 32 | sig[i * NSIG + (j + 1) % NSIG];
+        }
+        if (sort_by_key(idx, m, key) != 0)
+            goto done;
+        for (int64_t t = 1; t < m; t++) {
+            const int32_t x = idx[t - 1], y = idx[t];
+            if (sig[(int64_t)x * NSIG + j] != sig[(int64_t)y * NSIG + j])
+                continue;
+            int s = 0;
+            for (int q = 0; q < NSIG; q++)
+                s += sig[(int64_t)x * NSIG + q] == sig[(int64_t)y * NSIG + q];
+            if (s < kMinScore)
+                continue;
+            pa[np] = x;
+            pb[np] = y;
+            ps[np++] = (uint8_t)s;
+        }
+    }
+    /* most similar first; within a score, in the order found */
+    for (int s = NSIG; s >= kMinScore; s--)
+        for (int64_t q = 0; q < np; q++) {
+            if (ps[q] != s)
+                continue;
+            int32_t x = dsu_find(d, pa[q]), y = dsu_find(d, pb[q]);
+            if (x == y || d->size[x] + d->size[y] > cap)
+                continue;
+            if (x > y) { /* the smaller index is the root: deterministic */
+                int32_t t = x;
+                x = y;
+                y = t;
+            }
+            d->parent[y] = x;
+            d->size[x] += d->size[y];
+        }
+    rc = 0;
+done:
+    free(idx);
+    free(key);
+    free(pa);
+    free(pb);
+    free(ps);
+    return rc;
+}
+
+static int order_cluster(const tc_rcsr *a, const int32_t *deg, const int32_t *fcol,
+                         const uint32_t *sig, int32_t *order)
+{
+    const int64_t M = a->rows;
+    int rc = -1;
+    int32_t *parent = malloc(sizeof *parent * (size_t)M), *size = malloc(sizeof *size * (size_t)M);
+    uint8_t *live = calloc((size_t)M + 1, 1);
+    int32_t *cid = malloc(sizeof *cid * (size_t)M);   /* row -> cluster */
+    int32_t *cfirst = NULL, *cmemb = NULL, *csize = NULL, *cpar = NULL, *cssz = NULL;
+    int32_t *cmin = NULL, *corder = NULL, *bin_of = NULL, *bin_fill = NULL, *rest = NULL;
+    uint32_t *csig = NULL;
+    uint8_t *clive = NULL;
+    uint64_t *key = NULL;
+    if (parent == NULL || size == NULL || live == NULL || cid == NULL)
+        goto done;
+    /* level I */
+    for (int64_t r = 0; r < M; r++) {
+        parent[r] = (int32_t)r;
+        size[r] = 1;
+        live[r] = deg[r] > 0;
+    }
+    dsu d = {parent, size};
+    if (lsh_merge(M, sig, live, &d, WIN) != 0)
+        goto done;
+    int64_t NC = 0;
+    for (int64_t r = 0; r < M; r++)
+        if (live[r] && dsu_find(&d, (int32_t)r) == r)
+            cid[r] = (int32_t)NC++;
+    for (int64_t r = 0; r < M; r++)
+        cid[r] = live[r] ? cid[dsu_find(&d, (int32_t)r)] : -1;
+    /* members of each cluster, by row index */
+    cfirst = calloc((size_t)NC + 1, sizeof *cfirst);
+    cmemb = malloc(sizeof *cmemb * (size_t)(M > 0 ? M : 1));
+    csig = malloc(sizeof *csig * (size_t)(NC * NSIG + 1));
+    csize = malloc(sizeof *csize * (size_t)(NC + 1));
+    cpar = malloc(sizeof *cpar * (size_t)(NC + 1));
+    cssz = malloc(sizeof *cssz * (size_t)(NC + 1));
+    cmin = malloc(sizeof *cmin * (size_t)(NC + 1));
+    clive = malloc((size_t)NC + 1);
+    if (!cfirst || !cmemb || !csig || !csize || !cpar || !cssz || !cmin || !clive)
+        goto done;
+    for (int64_t r = 0; r < M; r++)
+        if (cid[r] >= 0)
+            cfirst[cid[r] + 1]++;
+    for (int64_t c = 0; c < NC; c++)
+        cfirst[c + 1] += cfirst[c];
+    {
+        int32_t *cur = malloc(sizeof *cur * (size_t)(NC + 1));
+        if (cur == NULL)
+            goto done;
+        memcpy(cur, cfirst, sizeof *cur * (size_t)(NC + 1));
+        for (int64_t r = 0; r < M; r++)
+            if (cid[r] >= 0)
+                cmemb[cur[cid[r]]++] = (int32_t)r;
+        free(cur);
+    }
+    /* level II: clusters of clusters */
+    for (int64_t c = 0; c < NC; c++) {
+        csize[c] = cfirst[c + 1] - cfirst[c];
+        cpar[c] = (int32_t)c;
+        cssz[c] = 1;
+        clive[c] = 1;
+        cmin[c] = INT32_MAX;
+        for (int j = 0; j < NSIG; j++)
+            csig[c * NSIG + j] = UINT32_MAX;
+        for (int32_t q = cfirst[c]; q < cfirst[c + 1]; q++) {
+            const int32_t r = cmemb[q];
+            if (fcol[r] < cmin[c])
+                cmin[c] = fcol[r];
+            for (int j = 0; j < NSIG; j++)
+                if (sig[(int64_t)r * NSIG + j] < csig[c * NSIG + j])
+                    csig[c * NSIG + j] = sig[(int64_t)r * NSIG + j];
+        }
+    }
+    dsu d2 = {cpar, cssz};
+    if (lsh_merge(NC, csig, clive, &d2, kSuper) != 0)
+        goto done;
+    /* clusters sorted by (cluster of clusters, size descending, index); a cluster of clusters
+     * is known by its root, ranked by the smallest first column in it */
+    int32_t *smin = cmin; /* reused below: per root, the minimum over its clusters */
+    corder = malloc(sizeof *corder * (size_t)(NC + 1));
+    key = calloc((size_t)(NC > M ? NC + 1 : M + 1), sizeof *key);
+    int32_t *rootmin = malloc(sizeof *rootmin * (size_t)(NC + 1));
+    if (corder == NULL || key == NULL || rootmin == NULL) {
+        free(rootmin);
+        goto done;
+    }
+    for (int64_t c = 0; c < NC; c++)
+        rootmin[c] = INT32_MAX;
+    for (int64_t c = 0; c < NC; c++) {
+        const int32_t rt = dsu_find(&d2, (int32_t)c);
+        if (smin[c] < rootmin[rt])
+            rootmin[rt] = smin[c];
+    }
+    /* rank of each root: roots sorted by (minimum first column, root) */
+    {
+        int64_t nroot = 0;
+        for (int64_t c = 0; c < NC; c++)
+            if (cpar[c] == c) {
+                corder[nroot++] = (int32_t)c;
+                key[c] = (uint64_t)(uint32_t)rootmin[c];
+            }
+        if (sort_by_key(corder, nroot, key) != 0) {
+            free(rootmin);
+            goto done;
+        }
+        for (int64_t i = 0; i < nroot; i++)
+            rootmin[corder[i]] = (int32_t)i; /* now the rank */
+    }
+    for (int64_t c = 0; c < NC; c++) {
+        corder[c] = (int32_t)c;
+        const uint64_t rank = (uint64_t)rootmin[dsu_find(&d2, (int32_t)c)];
+        key[c] = rank << 5 | (uint64_t)(WIN - csize[c]); /* ties: cluster index */
+    }
+    free(rootmin);
+    if (sort_by_key(corder, NC, key) != 0)
+        goto done;
+    /* first-fit decreasing into 16-row windows within each cluster of clusters */
+    bin_of = malloc(sizeof *bin_of * (size_t)(NC + 1));
+    bin_fill = malloc(sizeof *bin_fill * (size_t)(NC + 1));
+    rest = malloc(sizeof *rest * (size_t)(M > 0 ? M : 1));
+    if (bin_of == NULL || bin_fill == NULL || rest == NULL)
+        goto done;
+    int64_t nbins = 0;
+    for (int64_t i = 0; i < NC;) {
+        const int32_t group = dsu_find(&d2, corder[i]);
+        const int64_t first_bin = nbins;
+        int64_t j = i;
+        for (; j < NC && dsu_find(&d2, corder[j]) == group; j++) {
+            const int32_t c = corder[j];
+            int64_t b = first_bin;
+            while (b < nbins && bin_fill[b] + csize[c] > WIN)
+                b++;
+            if (b == nbins)
+                bin_fill[nbins++] = 0;
+            bin_fill[b] += csize[c];
+            bin_of[c] = (int32_t)b;
+        }
+        i = j;
+    }
+    /* full windows in bin order (their clusters in corder order), then the rest */
+    {
+        int32_t *bstart = calloc((size_t)nbins + 1, sizeof *bstart);
+        if (bstart == NULL)
+            goto done;
+        int64_t pos = 0;
+        for (int64_t b = 0; b < nbins; b++)
+            if (bin_fill[b] == WIN) {
+                bstart[b] = (int32_t)pos;
+                pos += WIN;
+            }
+        int64_t nrest = 0;
+        for (int64_t i = 0; i < NC; i++) {
+            const int32_t c = corder[i];
+            for (int32_t q = cfirst[c]; q < cfirst[c + 1]; q++) {
+                if (bin_fill[bin_of[c]] == WIN)
+                    order[bstart[bin_of[c]]++] = cmemb[q];
+                else
+                    rest[nrest++] = cmemb[q];
+            }
+        }
+        free(bstart);
+        for (int64_t i = 0; i < nrest; i++) {
+            const int32_t r = rest[i];
+            key[r] = (uint64_t)(uint32_t)cmin[cid[r]] << 32 | (uint32_t)cid[r];
+        }
+        if (sort_by_key(rest, nrest, key) != 0)
+            goto done;
+        memcpy(order + pos, rest, sizeof *rest * (size_t)nrest);
+        pos += nrest;
+        for (int64_t r = 0; r < M; r++)
+            if (!live[r])
+                order[pos++] = (int32_t)r;
+    }
+    rc = 0;
+done:
+    free(parent); free(size); free(live); free(cid); free(cfirst); free(cmemb); free(csize);
+    free(cpar); free(cssz); free(cmin); free(corder); free(bin_of); free(bin_fill); free(rest);
+    free(csig); free(clive); free(key);
+    return rc;
+}
+
+int tc_reorder_compute(const tc_rcsr *a, int ordering, int32_t *order, int nthreads)
+{
+    const int64_t M = a->rows;
+    if (ordering == TC_ORD_IDENTITY || ordering < 0 || ordering >= TC_ORD_COUNT || M == 0) {
+        for (int64_t i = 0; i < M; i++)
+            order[i] = (int32_t)i;
+        return 0;
+    }
+    const int nsig = ordering == TC_ORD_CLUSTER ? NSIG : ordering == TC_ORD_MINHASH ? 1 : 0;
+    int32_t *deg = malloc(sizeof *deg * (size_t)M), *fcol = malloc(sizeof *fcol * (size_t)M);
+    uint32_t *sig = nsig ? malloc(sizeof *sig * (size_t)M * (size_t)nsig) : NULL;
+    uint64_t *key = ordering != TC_ORD_CLUSTER ? malloc(sizeof *key * (size_t)M) : NULL;
+    int rc = -1;
+    if (deg == NULL || fcol == NULL || (nsig && sig == NULL) ||
+        (ordering != TC_ORD_CLUSTER && key == NULL))
+        goto done;
+    feat_ctx f = {a, deg, fcol, sig, nsig};
+    par_for(M, nthreads, 4096, feat_range, &f);
+    switch (ordering) {
+    case TC_ORD_FIRST_COL: /* empty rows (first column INT32_MAX) last */
+        for (int64_t r = 0; r < M; r++)
+            key[r] = (uint64_t)(uint32_t)fcol[r] << 32 | (uint32_t)deg[r];
+        rc = order_by_key(M, key, order);
+        break;
+    case TC_ORD_DEGREE:
+        for (int64_t r = 0; r < M; r++)
+            key[r] = (uint64_t)(UINT32_MAX - (uint32_t)deg[r]) << 32 | (uint32_t)fcol[r];
+        rc = order_by_key(M, key, order);
+        break;
+    case TC_ORD_MINHASH: /* an empty row's MinHash is UINT32_MAX: last */
+        for (int64_t r = 0; r < M; r++)
+            key[r] = (uint64_t)sig[r] << 32 | (uint32_t)deg[r];
+        rc = order_by_key(M, key, order);
+        break;
+    case TC_ORD_CLUSTER:
+        rc = order_cluster(a, deg, fcol, sig, order);
+        break;
+    }
+done:
+    free(deg);
+    free(fcol);
+    free(sig);
+    free(key);
+    if (rc != 0)
+        for (int64_t i = 0; i < M; i++)
+            order[i] = (int32_t)i;
+    return rc;
+}
+
+int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order,
+                      tc_reorder_result *res)
+{
+    const double t0 = now_ms();
+    const int64_t M = a->rows;
+    const int nt = o->nthreads > 0 ? o->nthreads : 1;
+    memset(res, 0, sizeof *res);
+    for (int k = 0; k < TC_ORD_COUNT; k++)
+        res->blocks[k] = -1;
+    for (int64_t i = 0; i < M; i++)
+        order[i] = (int32_t)i;
+    int32_t *cand = malloc(sizeof *cand * (size_t)(M > 0 ? M : 1));
+    if (cand == NULL)
+        return -1;
+    int rc = 0;
+    double t = now_ms();
+    res->blocks[TC_ORD_IDENTITY] = tc_reorder_count_blocks(a, NULL, nt);
+    res->ms[TC_ORD_IDENTITY] = now_ms() - t;
+    if (res->blocks[TC_ORD_IDENTITY] < 0)
+        rc = -1;
+    int best = -1;
+    for (int k = 1; k < TC_ORD_COUNT && rc == 0; k++) {
+        if (!(o->candidates & (1u << k)) || M == 0)
+            continue;
+        t = now_ms();
+        if (tc_reorder_compute(a, k, cand, nt) != 0 ||
+            (res->blocks[k] = tc_reorder_count_blocks(a, cand, nt)) < 0) {
+            res->blocks[k] = -1;
+            rc = -1;
+            break;
+        }
+        res->ms[k] = now_ms() - t;
+        if (best < 0 || res->blocks[k] < res->blocks[best]) {
+            best = k;
+            memcpy(order, cand, sizeof *cand * (size_t)M);
+        }
+    }
+    free(cand);
+    const int64_t b0 = res->blocks[TC_ORD_IDENTITY];
+    int keep = rc == 0 && best > 0 &&
+               (o->min_gain < 0 || (double)res->blocks[best] <= (1.0 - o->min_gain) * (double)b0);
+    res->kept = keep ? best : TC_ORD_IDENTITY;
+    if (!keep)
+        for (int64_t i = 0; i < M; i++)
+            order[i] = (int32_t)i;
+    res->total_ms = now_ms() - t0;
+    return rc;
+}
+
+/* ---- the plan's side ---------------------------------------------------------------------- */
+
+int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
+{
+    unsigned mask = TC_ORD_ALL_CANDIDATES;
+    int mode = d != NULL ? d->reorder : TCSPARSE_REORDER_DEFAULT;
+    const char *e = getenv("TCSPARSE_REORDER");
+    if (mode == TCSPARSE_REORDER_DEFAULT) {
+        mode = TCSPARSE_REORDER_OFF;
+        if (e != NULL && e[0] != '\0') {
+            int k = tc_ordering_parse(e);
+            if (strcmp(e, "1") == 0 || strcmp(e, "auto") == 0 || strcmp(e, "on") == 0) {
+                mode = TCSPARSE_REORDER_AUTO;
+            } else if (strcmp(e, "always") == 0) {
+                mode = TCSPARSE_REORDER_ALWAYS;
+            } else if (k > 0) {
+                mode = TCSPARSE_REORDER_ALWAYS;
+                mask = 1u << k;
+            } else if (strcmp(e, "0") != 0 && strcmp(e, "off") != 0) {
+                static atomic_int warned;
+                if (atomic_exchange(&warned, 1) == 0)
+                    fprintf(stderr, "tcsparse: TCSPARSE_REORDER='%s' is not 0, 1, off, auto, "
+                                    "always or an ordering name; reordering is off\n", e);
+            }
+        }
+    }
+    const char *list = getenv("TCSPARSE_REORDER_ORDERINGS");
+    if (list != NULL && list[0] != '\0') {
+        unsigned m = 0;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", list);
+        char *save = NULL;
+        for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+            const int k = tc_ordering_parse(s);
+            if (k > 0)
+                m |= 1u << k;
+        }
+        if (m != 0)
+            mask &= m;
+    }
+    if (only)
+        *only = mask;
+    return mode;
+}
+
+static int64_t ld_idx(const void *p, int is64, int64_t i)
+{
+    return is64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
+}
+
+/* Host 0-based CSR from the device arrays of in; 0 on success, 1 when the structure is
+ * invalid (left to the GPU conversion to report), -1 on a failure to allocate or copy. */
+static int host_csr(const tc_convert_input *in, cudaStream_t s, int64_t **row_off_out,
+                    int32_t **col_out)
+{
+    const int64_t M = in->rows, K = in->cols, nnz = in->nnz;
+    const int csr = in->format == TCSPARSE_FORMAT_CSR, csc = in->format == TCSPARSE_FORMAT_CSC;
+    const int64_t noff = csr ? M + 1 : csc ? K + 1 : nnz;
+    const size_t ob = in->offsets_64 ? 8 : 4, ib = in->indices_64 ? 8 : 4;
+    void *off = malloc(ob * (size_t)(noff > 0 ? noff : 1));
+    void *idx = malloc(ib * (size_t)(nnz > 0 ? nnz : 1));
+    int64_t *ro = calloc((size_t)M + 1, sizeof *ro);
+    int32_t *col = malloc(sizeof *col * (size_t)(nnz > 0 ? nnz : 1));
+    int rc = -1;
+    if (off == NULL || idx == NULL || ro == NULL || col == NULL)
+        goto done;
+    if (cudaMemcpyAsync(off, in->offsets, ob * (size_t)noff, cudaMemcpyDefault, s) != cudaSuccess ||
+        cudaMemcpyAsync(idx, in->indices, ib * (size_t)nnz, cudaMemcpyDefault, s) != cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess) {
+        (void)cudaGetLastError();
+        goto done;
+    }
+    rc = 1;
+    const int64_t base = in->base;
+    if (csr) {
+        if (ld_idx(off, in->offsets_64, 0) - base != 0 || ld_idx(off, in->offsets_64, M) - base != nnz)
+            goto done;
+        for (int64_t r = 0; r < M; r++) {
+            const int64_t b = ld_idx(off, in->offsets_64, r) - base;
+            const int64_t e = ld_idx(off, in->offsets_64, r + 1) - base;
+            if (e < b || e > nnz)
+                goto done;
+            ro[r + 1] = e;
+            for (int64_t k = b; k < e; k++) {
+                const int64_t c = ld_idx(idx, in->indices_64, k) - base;
+                if (c < 0 || c >= K)
+                    goto done;
+                col[k] = (int32_t)c;
+            }
+        }
+    } else {
+        /* (row, column) of every entry, counting-sorted by row */
+        for (int64_t e = 0; e < nnz; e++) {
+            const int64_t r = csc ? ld_idx(idx, in->indices_64, e) - base
+                                  : ld_idx(off, in->offsets_64, e) - base;
+            if (r < 0 || r >= M)
+                goto done;
+            ro[r + 1]++;
+        }
+        for (int64_t r = 0; r < M; r++)
+            ro[r + 1] += ro[r];
+        int64_t *cur = malloc(sizeof *cur * (size_t)(M > 0 ? M : 1));
+        if (cur == NULL) {
+            rc = -1;
+            goto done;
+        }
+        memcpy(cur, ro, sizeof *cur * (size_t)M);
+        if (csc) {
+            if (ld_idx(off, in->offsets_64, 0) - base != 0 || ld_idx(off, in->offsets_64, K) - base != nnz) {
+                free(cur);
+                goto done;
+            }
+            for (int64_t c = 0; c < K; c++) {
+                const int64_t b = ld_idx(off, in->offsets_64, c) - base;
+                const int64_t e = ld_idx(off, in->offsets_64, c + 1) - base;
+                if (e < b || e > nnz || b < 0) {
+                    free(cur);
+                    goto done;
+                }
+                for (int64_t k = b; k < e; k++)
+                    col[cur[ld_idx(idx, in->indices_64, k) - base]++] = (int32_t)c;
+            }
+        } else {
+            for (int64_t e = 0; e < nnz; e++) {
+                const int64_t c = ld_idx(idx, in->indices_64, e) - base;
+                if (c < 0 || c >= K) {
+                    free(cur);
+                    goto done;
+                }
+                col[cur[ld_idx(off, in->offsets_64, e) - base]++] = (int32_t)c;
+            }
+        }
+        free(cur);
+    }
+    rc = 0;
+done:
+    free(off);
+    free(idx);
+    if (rc != 0) {
+        free(ro);
+        free(col);
+        ro = NULL;
+        col = NULL;
+    }
+    *row_off_out = ro;
+    *col_out = col;
+    return rc;
+}
+
+/* TCSPARSE_REORDER_MIN_GAIN: percent fewer blocks a reordering must give (default 10). */
+static double min_gain(void)
+{
+    const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
+    if (e != NULL && e[0] != '\0') {
+        char *end;
+        double v = strtod(e, &end);
+        if (*end == '\0' && v >= 0 && v < 100)
+            return v / 100.0;
+    }
+    return 0.10;
+}
+
+tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
+                                    const tc_convert_input *in, tc_dev_metcf *out,
+                                    int32_t *host_win_off, cudaStream_t stream,
+                                    tc_reorder_info *info, char *err, size_t errlen)
+{
+    unsigned mask = 0;
+    memset(info, 0, sizeof *info);
+    info->mode = tc_reorder_mode(d, &mask);
+    if (info->mode == TCSPARSE_REORDER_OFF || in->nnz == 0 || in->rows <= 1 ||
+        in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || in->nnz >= (1ll << 31))
+        return tc_convert_gpu(in, out, host_win_off, stream, err, errlen);
+
+    const double t0 = now_ms();
+    int64_t *ro = NULL;
+    int32_t *col = NULL, *order = NULL, *row_new = NULL, *d_row_new = NULL;
+    tc_convert_input rin = *in;
+    if (host_csr(in, stream, &ro, &col) == 0) {
+        tc_rcsr a = {in->rows, in->cols, in->nnz, ro, col};
+        tc_reorder_opts o = {.candidates = mask,
+                             .min_gain = info->mode == TCSPARSE_REORDER_ALWAYS ? -1.0 : min_gain(),
+                             .nthreads = tc_reorder_threads()};
+        tc_reorder_result res;
+        order = malloc(sizeof *order * (size_t)in->rows);
+        row_new = malloc(sizeof *row_new * (size_t)in->rows);
+        if (order != NULL && row_new != NULL && tc_reorder_choose(&a, &o, order, &res) == 0) {
+            info->blocks_before = res.blocks[TC_ORD_IDENTITY];
+            info->blocks_after = res.blocks[res.kept];
+            info->ordering = res.kept;
+            if (res.kept != TC_ORD_IDENTITY) {
+                for (int64_t i = 0; i < in->rows; i++)
+                    row_new[order[i]] = (int32_t)i;
+                if (cudaMalloc((void **)&d_row_new, sizeof *d_row_new * (size_t)in->rows) == cudaSuccess &&
+                    cudaMemcpy(d_row_new, row_new, sizeof *row_new * (size_t)in->rows,
+                               cudaMemcpyHostToDevice) == cudaSuccess) {
+                    rin.row_new = d_row_new;
+                } else { /* no room for the permutation: the plan is built unreordered */
+                    (void)cudaGetLastError();
+                    info->ordering = TC_ORD_IDENTITY;
+                    info->blocks_after = info->blocks_before;
+                }
+            }
+        }
+    }
+    free(ro);
+    free(col);
+    free(order);
+    free(row_new);
+    info->ms = now_ms() - t0;
+    tcsparseStatus_t st = tc_convert_gpu(&rin, out, host_win_off, stream, err, errlen);
+    cudaFree(d_row_new); /* the conversion synchronised its stream before returning */
+    return st;
+}
+
+void tc_reorder_plan_done(struct tc_plan *p, const tc_reorder_info *info)
+{
+    tcsparseMetcfStats_t *s = &p->stats;
+    s->reorder_mode = info->mode;
+    s->reorder_ordering = info->ordering;
+    s->reorder_ms = info->ms;
+    if (info->blocks_before > 0) {
+        s->reorder_nnz_per_block_before = (double)p->dev.nnz / (double)info->blocks_before;
+        s->reorder_nnz_per_block_after = (double)p->dev.nnz / (double)info->blocks_after;
+    }
+    if (p->dev.win_row != NULL)
+        p->bytes += sizeof(int32_t) * (size_t)p->dev.windows * WIN;
+}

@@ -1,0 +1,312 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
+/* Row reordering on the CPU (src/reorder.c): every ordering is a permutation, deterministic
+ * whatever the thread count, the block count agrees with the reference conversion, hand-made
+ * matrices reach their known block counts, the choice keeps what it should, and the public
+ * setting checks its arguments. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "gen.h"
+#include "metcf.h"
+#include "reorder.h"
+
+static tc_rcsr view(const tc_csr *m)
+{
+    tc_rcsr a = {m->rows, m->cols, m->nnz, m->row_off, m->col};
+    return a;
+}
+
+static void gen(const char *spec, tc_csr *m)
+{
+    char err[256];
+    cr_assert_eq(tc_gen_from_spec(spec, m, err, sizeof err), 0, "%s: %s", spec, err);
+}
+
+/* Rows given as lists of columns (-1 ends a row, -2 ends the matrix). */
+static void from_lists(int64_t cols, const int *lists, tc_csr *m)
+{
+    int64_t rows = 0, nnz = 0;
+    for (const int *p = lists; *p != -2; p++) {
+        if (*p == -1)
+            rows++;
+        else
+            nnz++;
+    }
+    m->rows = rows;
+    m->cols = cols;
+    m->nnz = nnz;
+    m->row_off = calloc((size_t)rows + 1, sizeof *m->row_off);
+    m->col = malloc(sizeof *m->col * (size_t)(nnz + 1));
+    m->val = malloc(sizeof *m->val * (size_t)(nnz + 1));
+    int64_t r = 0, e = 0;
+    for (const int *p = lists; *p != -2; p++) {
+        if (*p == -1) {
+            m->row_off[++r] = e;
+        } else {
+            m->col[e] = *p;
+            m->val[e++] = 1.0;
+        }
+    }
+}
+
+/* The matrix with rows in order (row i of the result = row order[i] of m). */
+static void permute(const tc_csr *m, const int32_t *order, tc_csr *out)
+{
+    out->rows = m->rows;
+    out->cols = m->cols;
+    out->nnz = m->nnz;
+    out->row_off = malloc(sizeof *out->row_off * (size_t)(m->rows + 1));
+    out->col = malloc(sizeof *out->col * (size_t)(m->nnz + 1));
+    out->val = malloc(sizeof *out->val * (size_t)(m->nnz + 1));
+    out->row_off[0] = 0;
+    int64_t e = 0;
+    for (int64_t i = 0; i < m->rows; i++) {
+        const int64_t r = order[i];
+        for (int64_t k = m->row_off[r]; k < m->row_off[r + 1]; k++) {
+            out->col[e] = m->col[k];
+            out->val[e++] = m->val[k];
+        }
+        out->row_off[i + 1] = e;
+    }
+}
+
+static int64_t reference_blocks(const tc_csr *m)
+{
+    tc_sparse_view v = {TCSPARSE_FORMAT_CSR, m->rows, m->cols, m->nnz, m->row_off, m->col,
+                        TCSPARSE_INDEX_64I, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO};
+    tc_metcf t;
+    cr_assert_eq(tc_metcf_build_cpu(&v, &t), TCSPARSE_STATUS_SUCCESS, "%s",
+                 tcsparseGetLastErrorMessage());
+    int64_t b = t.blocks;
+    tc_metcf_free(&t);
+    return b;
+}
+
+static void assert_permutation(const int32_t *order, int64_t n, const char *what)
+{
+    char *seen = calloc((size_t)n + 1, 1);
+    for (int64_t i = 0; i < n; i++) {
+        cr_assert(order[i] >= 0 && order[i] < n, "%s: order[%lld] = %d out of range", what,
+                  (long long)i, order[i]);
+        cr_assert(!seen[order[i]], "%s: row %d placed twice", what, order[i]);
+        seen[order[i]] = 1;
+    }
+    free(seen);
+}
+
+/* Every ordering on m: a permutation, the same with 1 and 3 threads, and its block count
+ * equal to the reference conversion's of the permuted matrix. */
+static void check_all(const tc_csr *m, const char *name)
+{
+    tc_rcsr a = view(m);
+    int32_t *o1 = malloc(sizeof *o1 * (size_t)(m->rows + 1));
+    int32_t *o3 = malloc(sizeof *o3 * (size_t)(m->rows + 1));
+    cr_assert_eq(tc_reorder_count_blocks(&a, NULL, 2), reference_blocks(m), "%s: identity", name);
+    for (int k = 0; k < TC_ORD_COUNT; k++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", name, tc_ordering_name(k));
+        cr_assert_eq(tc_reorder_compute(&a, k, o1, 1), 0, "%s", what);
+        cr_assert_eq(tc_reorder_compute(&a, k, o3, 3), 0, "%s", what);
+        assert_permutation(o1, m->rows, what);
+        cr_assert_eq(memcmp(o1, o3, sizeof *o1 * (size_t)m->rows), 0,
+                     "%s: differs between 1 and 3 threads", what);
+        tc_csr p;
+        permute(m, o1, &p);
+        const int64_t b1 = tc_reorder_count_blocks(&a, o1, 1);
+        cr_assert_eq(b1, tc_reorder_count_blocks(&a, o1, 3), "%s: count depends on threads", what);
+        cr_assert_eq(b1, reference_blocks(&p), "%s: block count", what);
+        tc_csr_free(&p);
+    }
+    free(o1);
+    free(o3);
+}
+
+Test(reorder, orderings_are_deterministic_permutations)
+{
+    static const char *specs[] = {"rmat:12:8", "uniform:1001:517:9", "banded:777:5",
+                                  "blocks:2003:16:60"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        tc_csr m;
+        gen(specs[i], &m);
+        check_all(&m, specs[i]);
+        tc_csr_free(&m);
+    }
+}
+
+/* Empty rows, M not a multiple of 16, a dense row, one row, no nonzero. */
+Test(reorder, edge_shapes)
+{
+    tc_csr m;
+    /* 21 rows, every third empty, one dense row */
+    int lists[21 * 40 + 2], *p = lists;
+    for (int r = 0; r < 21; r++) {
+        if (r == 5)
+            for (int c = 0; c < 30; c++)
+                *p++ = c;
+        else if (r % 3 != 0)
+            for (int c = r % 4; c < 30; c += 7)
+                *p++ = c;
+        *p++ = -1;
+    }
+    *p = -2;
+    from_lists(30, lists, &m);
+    check_all(&m, "21 rows");
+    tc_csr_free(&m);
+    static const int one[] = {3, 1, -1, -2};
+    from_lists(5, one, &m);
+    check_all(&m, "one row");
+    tc_csr_free(&m);
+    static const int none[] = {-1, -1, -1, -2};
+    from_lists(5, none, &m);
+    check_all(&m, "no nonzero");
+    cr_assert_eq(tc_reorder_count_blocks(&(tc_rcsr){m.rows, m.cols, 0, m.row_off, m.col}, NULL, 2), 0);
+    tc_csr_free(&m);
+}
+
+/* 32 rows alternating between columns 0-7 and 8-15: 4 blocks as given, 2 once the two kinds
+ * are grouped, which every ordering does. */
+Test(reorder, alternating_rows_are_grouped)
+{
+    int lists[32 * 9 + 1], *p = lists;
+    for (int r = 0; r < 32; r++) {
+        for (int c = 0; c < 8; c++)
+            *p++ = (r % 2) * 8 + c;
+        *p++ = -1;
+    }
+    *p = -2;
+    tc_csr m;
+    from_lists(16, lists, &m);
+    tc_rcsr a = view(&m);
+    int32_t order[32];
+    cr_assert_eq(tc_reorder_count_blocks(&a, NULL, 1), 4);
+    for (int k = 1; k < TC_ORD_COUNT; k++) {
+        cr_assert_eq(tc_reorder_compute(&a, k, order, 2), 0);
+        cr_assert_eq(tc_reorder_count_blocks(&a, order, 1), 2, "%s", tc_ordering_name(k));
+    }
+    /* the choice: AUTO keeps a 50% gain, reports every candidate */
+    tc_reorder_opts o = {TC_ORD_ALL_CANDIDATES, 0.10, 2};
+    tc_reorder_result res;
+    cr_assert_eq(tc_reorder_choose(&a, &o, order, &res), 0);
+    cr_assert_neq(res.kept, TC_ORD_IDENTITY);
+    cr_assert_eq(res.blocks[TC_ORD_IDENTITY], 4);
+    for (int k = 1; k < TC_ORD_COUNT; k++)
+        cr_assert_eq(res.blocks[k], 2, "%s", tc_ordering_name(k));
+    cr_assert_eq(res.kept, TC_ORD_CLUSTER, "ties go to the first candidate");
+    cr_assert_eq(tc_reorder_count_blocks(&a, order, 1), 2);
+    /* one candidate only */
+    o.candidates = 1u << TC_ORD_DEGREE;
+    cr_assert_eq(tc_reorder_choose(&a, &o, order, &res), 0);
+    cr_assert_eq(res.kept, TC_ORD_DEGREE);
+    cr_assert_eq(res.blocks[TC_ORD_CLUSTER], -1);
+    tc_csr_free(&m);
+}
+
+/* Rows whose column sets are near-duplicates of each other (four families of 16, shuffled):
+ * the clustering finds the families. */
+Test(reorder, cluster_finds_families)
+{
+    const int F = 4, per = 16, width = 24;
+    int *lists = malloc(sizeof *lists * (size_t)(F * per * (width + 1) + 1)), *p = lists;
+    for (int i = 0; i < F * per; i++) {
+        const int fam = (i * 7) % F; /* families interleaved */
+        for (int c = 0; c < width; c++)
+            if ((c + i) % 12 != 0) /* each row drops two of the family's columns */
+                *p++ = fam * 1000 + c * 3;
+        *p++ = -1;
+    }
+    *p = -2;
+    tc_csr m;
+    from_lists(F * 1000, lists, &m);
+    free(lists);
+    tc_rcsr a = view(&m);
+    int32_t order[64];
+    cr_assert_eq(tc_reorder_compute(&a, TC_ORD_CLUSTER, order, 2), 0);
+    for (int w = 0; w < F; w++) {
+        const int fam = (order[w * per] * 7) % F;
+        for (int i = 1; i < per; i++)
+            cr_assert_eq((order[w * per + i] * 7) % F, fam, "window %d mixes families", w);
+    }
+    cr_assert_eq(tc_reorder_count_blocks(&a, order, 1), F * 3); /* 24 columns: 3 blocks */
+    tc_csr_free(&m);
+}
+
+/* A banded matrix is already in its best order: AUTO keeps the identity, ALWAYS does not. */
+Test(reorder, choice_needs_a_gain)
+{
+    tc_csr m;
+    gen("banded:4096:3", &m);
+    tc_rcsr a = view(&m);
+    int32_t *order = malloc(sizeof *order * 4096);
+    tc_reorder_opts o = {TC_ORD_ALL_CANDIDATES, 0.10, 2};
+    tc_reorder_result res;
+    cr_assert_eq(tc_reorder_choose(&a, &o, order, &res), 0);
+    cr_assert_eq(res.kept, TC_ORD_IDENTITY);
+    for (int i = 0; i < 4096; i++)
+        cr_assert_eq(order[i], i);
+    o.min_gain = -1;
+    cr_assert_eq(tc_reorder_choose(&a, &o, order, &res), 0);
+    cr_assert_neq(res.kept, TC_ORD_IDENTITY);
+    assert_permutation(order, 4096, "always");
+    cr_assert_eq(tc_reorder_count_blocks(&a, order, 2), res.blocks[res.kept]);
+    free(order);
+    tc_csr_free(&m);
+}
+
+Test(reorder, names)
+{
+    for (int k = 0; k < TC_ORD_COUNT; k++) {
+        cr_assert_eq(tc_ordering_parse(tc_ordering_name(k)), k);
+        cr_assert_str_eq(tcsparseGetOrderingName((tcsparseOrdering_t)k), tc_ordering_name(k));
+    }
+    cr_assert_eq(tc_ordering_parse("bogus"), -1);
+    cr_assert_null(tcsparseGetOrderingName((tcsparseOrdering_t)TC_ORD_COUNT));
+    cr_assert_null(tcsparseGetOrderingName((tcsparseOrdering_t)-1));
+}
+
+/* The environment and the descriptor setting (no GPU needed: no plan is built). */
+Test(reorder, mode_from_environment_and_descriptor)
+{
+    unsigned mask;
+    unsetenv("TCSPARSE_REORDER");
+    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_OFF);
+    setenv("TCSPARSE_REORDER", "1", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_AUTO);
+    cr_assert_eq(mask, TC_ORD_ALL_CANDIDATES);
+    setenv("TCSPARSE_REORDER", "always", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
+    setenv("TCSPARSE_REORDER", "minhash", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
+    cr_assert_eq(mask, 1u << TC_ORD_MINHASH);
+    setenv("TCSPARSE_REORDER", "1", 1);
+    setenv("TCSPARSE_REORDER_ORDERINGS", "degree,cluster", 1);
+    tc_reorder_mode(NULL, &mask);
+    cr_assert_eq(mask, (1u << TC_ORD_DEGREE) | (1u << TC_ORD_CLUSTER));
+    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+
+    static int32_t off[3] = {0, 1, 2}, col[2] = {0, 1};
+    static float val[2] = {1, 2};
+    tcsparseSpMatDescr_t d;
+    cr_assert_eq(tcsparseCreateCsr(&d, 2, 2, 2, off, col, val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    tcsparseReorder_t r;
+    cr_assert_eq(tcsparseSpMatGetReorder(d, &r), 0);
+    cr_assert_eq(r, TCSPARSE_REORDER_DEFAULT);
+    cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_AUTO); /* from the environment */
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_OFF), 0);
+    cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_OFF); /* the descriptor wins */
+    cr_assert_eq(tcsparseSpMatSetReorder(d, (tcsparseReorder_t)4), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert(strstr(tcsparseGetLastErrorMessage(), "not a tcsparseReorder_t") != NULL);
+    cr_assert_eq(tcsparseSpMatSetReorder(d, (tcsparseReorder_t)-1), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatGetReorder(d, &r), 0);
+    cr_assert_eq(r, TCSPARSE_REORDER_OFF);
+    cr_assert_eq(tcsparseSpMatGetReorder(d, NULL), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatSetReorder(NULL, TCSPARSE_REORDER_AUTO), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_ALWAYS), 0);
+    cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_ALWAYS);
+    cr_assert_eq(tcsparseDestroySpMat(d), 0);
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_AUTO), TCSPARSE_STATUS_INVALID_VALUE);
+    unsetenv("TCSPARSE_REORDER");
+}

@@ -1,0 +1,257 @@
+/* The selector on the CPU: the schedule simulation against hand-computed makespans, the
+ * window profile rebuilt from statistics, and the model's decisions on fixed statistics
+ * (real matrices' ME-TCF statistics from bench/stats.csv, H100 parameters). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+#include "select.h"
+
+/* ---- greedy list schedule ------------------------------------------------------------ */
+
+Test(select_sim, list_makespan_by_hand)
+{
+    /* 2 slots: 3|3 at 0, the third 3 at 3..6 on slot 0, the ones 3..4..5..6 on slot 1 */
+    const double a[] = {3, 3, 3, 1, 1, 1};
+    cr_assert_float_eq(tc_select_list_makespan(a, 6, 2), 6.0, 1e-12);
+    /* the long job first: the short ones fill the other slot */
+    const double b[] = {5, 1, 1, 1, 1, 1};
+    cr_assert_float_eq(tc_select_list_makespan(b, 6, 2), 5.0, 1e-12);
+    /* the long job last starts at 2: 2 + 5 */
+    const double c[] = {1, 1, 1, 1, 1, 5};
+    cr_assert_float_eq(tc_select_list_makespan(c, 6, 2), 7.0, 1e-12);
+    /* more slots than jobs: the longest job; one slot: the sum; no job: 0 */
+    cr_assert_float_eq(tc_select_list_makespan(c, 6, 100), 5.0, 1e-12);
+    cr_assert_float_eq(tc_select_list_makespan(c, 6, 1), 10.0, 1e-12);
+    cr_assert_float_eq(tc_select_list_makespan(c, 0, 4), 0.0, 1e-12);
+    /* 3 slots, 7 jobs of 2 and one of 4: 2,2,2 | 2,2,2 | 2 and 4 -> 4 + 4 = 8 */
+    const double d[] = {2, 2, 2, 2, 2, 2, 2, 4};
+    cr_assert_float_eq(tc_select_list_makespan(d, 8, 3), 8.0, 1e-12);
+}
+
+/* 4 windows of 10 blocks and one of 40: the long one is dispatched third (position 0.5). */
+static tc_sel_profile five_windows(void)
+{
+    tc_sel_profile p;
+    memset(&p, 0, sizeof p);
+    p.size[0] = 40;
+    p.count[0] = 1;
+    p.size[1] = 10;
+    p.count[1] = 4;
+    p.n = 2;
+    return p;
+}
+
+Test(select_sim, grid_base_and_balanced_by_hand)
+{
+    const tc_sel_profile p = five_windows();
+    double work;
+    /* base, 2 slots: 10 | 10, then 40 on slot 0 (10..50), 10, 10 on slot 1 -> 50 */
+    tc_sel_grid g = {2, 1, 0, 0.0, 0.0};
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &g, &work), 50.0, 1e-9);
+    cr_assert_float_eq(work, 40.0, 1e-9);
+    /* balanced, chunks of 10: eight jobs of 10 on 2 slots -> 40 */
+    g.chunk_blocks = 10;
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &g, NULL), 40.0, 1e-9);
+    /* split chunks cost one more: 10 | 10, 11 | 11, 11 | 11, 10 | 10 -> 42 */
+    g.split_overhead = 1.0;
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &g, NULL), 42.0, 1e-9);
+    /* base with 2 per thread block: 12 | 12, 42 on slot 0 -> 54 */
+    tc_sel_grid b = {2, 1, 0, 2.0, 1.0};
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &b, NULL), 54.0, 1e-9);
+    /* two slices, dispatched slice after slice: slot 0 10, 40 (50); slot 1 10,10,10,10 (50);
+     * the second slice's 40 at 50..90, its 10s on the other slot -> 90 */
+    tc_sel_grid s2 = {2, 2, 0, 0.0, 0.0};
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &s2, &work), 90.0, 1e-9);
+    cr_assert_float_eq(work, 80.0, 1e-9);
+    /* enough slots for every thread block: the longest */
+    tc_sel_grid wide = {64, 1, 0, 0.0, 0.0};
+    cr_assert_float_eq(tc_select_grid_makespan(&p, &wide, NULL), 40.0, 1e-9);
+}
+
+Test(select_sim, thinned_instance_keeps_the_makespan)
+{
+    /* 100000 equal windows of 8 blocks on 1000 slots: exactly 100 waves of 8 = 800 */
+    tc_sel_profile p;
+    memset(&p, 0, sizeof p);
+    p.size[0] = 8;
+    p.count[0] = 100000;
+    p.n = 1;
+    tc_sel_grid g = {1000, 1, 0, 0.0, 0.0};
+    double work, mk = tc_select_grid_makespan(&p, &g, &work);
+    cr_assert(fabs(mk - 800.0) <= 8.0, "makespan %g", mk);
+    cr_assert(fabs(work - 800.0) <= 8.0, "work %g", work);
+}
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t rows, cols, nnz, windows, empty, blocks, maxb, metcf, csr;
+    int64_t hist[16];
+} stat_row;
+
+/* From bench/stats.csv (tools/tcsparse-inspect --csv). */
+static const stat_row notre_dame = {325729, 325729, 929849, 20359, 7467, 62163, 58, 6968557, 5022316,
+                                    {7467, 2777, 1515, 2919, 3939, 1417, 315, 10}};
+static const stat_row rmat20 = {1048576, 1048576, 16084283, 65536, 0, 2022868, 4924, 153506815, 68531440,
+                                {0, 153, 1012, 4415, 12277, 18596, 13062, 9527, 4895, 508, 881, 188, 21, 0, 1, 0}};
+static const stat_row uniform256 = {262144, 262144, 67108864, 16384, 0, 8334533, 511, 635653052, 269484036,
+                                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16384}};
+static const stat_row ogbl_ddi = {4267, 4267, 2135822, 267, 0, 82496, 420, 13650042, 8560360,
+                                  {0, 0, 0, 0, 0, 0, 0, 2, 1, 40, 224}};
+static const stat_row proteins64 = {2782144, 2782144, 10373632, 173884, 0, 823764, 16, 82219208, 52623108,
+                                    {0, 0, 140, 78392, 94804, 548}};
+
+static tcsparseMetcfStats_t stats_of(const stat_row *r)
+{
+    tcsparseMetcfStats_t s;
+    memset(&s, 0, sizeof s);
+    s.rows = r->rows, s.cols = r->cols, s.nnz = r->nnz, s.windows = r->windows;
+    s.empty_windows = r->empty, s.blocks = r->blocks, s.max_blocks_per_window = r->maxb;
+    s.metcf_bytes = r->metcf, s.csr_bytes = r->csr;
+    memcpy(s.blocks_per_window_hist, r->hist, sizeof r->hist);
+    s.mean_nnz_per_block = (double)s.nnz / (double)s.blocks;
+    s.mean_blocks_per_window = (double)s.blocks / (double)s.windows;
+    return s;
+}
+
+Test(select_profile, classes_add_up_to_the_statistics)
+{
+    const stat_row *rows[] = {&notre_dame, &rmat20, &uniform256, &ogbl_ddi, &proteins64};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        tcsparseMetcfStats_t s = stats_of(rows[i]);
+        tc_sel_profile p;
+        tc_select_profile(&s, &p);
+        double blocks = 0.0, biggest = 0.0;
+        int64_t windows = 0;
+        for (int k = 0; k < p.n; k++) {
+            blocks += p.size[k] * (double)p.count[k];
+            windows += p.count[k];
+            biggest = p.size[k] > biggest ? p.size[k] : biggest;
+        }
+        cr_assert_eq(windows, s.windows, "case %zu", i);
+        cr_assert(fabs(blocks - (double)s.blocks) <= 1e-6 * (double)s.blocks, "case %zu: %g blocks", i, blocks);
+        cr_assert_float_eq(biggest, (double)s.max_blocks_per_window, 1e-9, "case %zu", i);
+    }
+    tcsparseMetcfStats_t empty;
+    memset(&empty, 0, sizeof empty);
+    tc_sel_profile p;
+    tc_select_profile(&empty, &p);
+    cr_assert_eq(p.n, 0);
+}
+
+Test(select_config, h100_occupancy_and_chunks)
+{
+    /* 64 registers x 128 threads: 8 blocks; 72 (balanced): 7; 93 -> 96: 5; one warp: 21 */
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_TF32, 4, 0), 8);
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_TF32, 4, 1), 7);
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_3XTF32, 4, 0), 5);
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_3XTF32, 1, 0), 21);
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SDDMM, TC_SEL_P_TF32, 4, 0), 5);
+    cr_assert_eq(tc_select_default_chunk_blocks(2022868, 132), 128);
+    cr_assert_eq(tc_select_default_chunk_blocks(82496, 132), 32);
+    cr_assert_eq(tc_select_default_chunk_blocks(1000, 132), 16);
+}
+
+/* ---- decisions ------------------------------------------------------------------------- */
+
+static tc_sel_config spmm_cfg(int prec, int64_t N)
+{
+    tc_sel_config c;
+    memset(&c, 0, sizeof c);
+    c.op = TC_SEL_OP_SPMM;
+    c.prec = prec;
+    c.N = N;
+    c.ab_bytes = c.c_bytes = prec == TC_SEL_P_F16 ? 2 : 4;
+    c.sm_count = 132;
+    const int warp_n = prec == TC_SEL_P_F16 ? 64 : 32;
+    c.warps = (int)((N + warp_n - 1) / warp_n);
+    c.warps = c.warps > 4 ? 4 : c.warps;
+    c.slices = (int)((N + warp_n * c.warps - 1) / (warp_n * c.warps));
+    return c; /* bps and chunk_blocks 0: the H100's and plan.c's */
+}
+
+static tc_sel_result decide(const stat_row *row, int prec, int64_t N)
+{
+    tcsparseMetcfStats_t s = stats_of(row);
+    tc_sel_config c = spmm_cfg(prec, N);
+    tc_sel_result r;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(r.us_base > 0 && r.us_balanced > 0 && r.us_cusparse > 0);
+    return r;
+}
+
+Test(select_decide, measured_winners_on_the_h100)
+{
+    /* NotreDame_www, TF32, N = 128: TC base 0.181 ms, cuSPARSE 0.541 ms */
+    tc_sel_result r = decide(&notre_dame, TC_SEL_P_TF32, 128);
+    cr_assert(r.use_tc && !r.balanced, "ratio %.2f tc %.1f cu %.1f", r.balance_ratio, r.us_tc, r.us_cusparse);
+    /* R-MAT 20, TF32, N = 128: hubs make the base kernel 2x slower than balanced (5.9 vs 3.1
+     * ms) and cuSPARSE wins (1.66 ms) */
+    r = decide(&rmat20, TC_SEL_P_TF32, 128);
+    cr_assert(r.balanced && r.balance_ratio > 2.0, "ratio %.2f", r.balance_ratio);
+    cr_assert(!r.use_tc, "tc %.1f cu %.1f", r.us_tc, r.us_cusparse);
+    /* uniform 2^18 x 256 per row: equal windows, balancing only adds atomics (base 7.9 ms,
+     * balanced 11.0 ms); cuSPARSE 9.6 ms */
+    r = decide(&uniform256, TC_SEL_P_TF32, 128);
+    cr_assert(!r.balanced && r.balance_ratio < 1.1, "ratio %.2f", r.balance_ratio);
+    /* ogbl-ddi, FP32 (3xTF32), N = 32: balanced 0.069 ms, base 0.351, cuSPARSE 0.100 */
+    r = decide(&ogbl_ddi, TC_SEL_P_3XTF32, 32);
+    cr_assert(r.balanced && r.use_tc, "ratio %.2f tc %.1f cu %.1f", r.balance_ratio, r.us_tc, r.us_cusparse);
+    /* PROTEINS_full x 64, FP32, N = 32: short windows, TC base 0.493 ms vs cuSPARSE 0.855 */
+    r = decide(&proteins64, TC_SEL_P_3XTF32, 32);
+    cr_assert(r.use_tc && !r.balanced, "ratio %.2f tc %.1f cu %.1f", r.balance_ratio, r.us_tc, r.us_cusparse);
+    /* predictions within 25% of the measured times where the model was fitted */
+    cr_assert(fabs(r.us_base / 493.0 - 1.0) < 0.25, "PROTEINS base %.1f us", r.us_base);
+}
+
+Test(select_decide, deterministic_and_cached)
+{
+    tcsparseMetcfStats_t s = stats_of(&rmat20);
+    tc_sel_config c = spmm_cfg(TC_SEL_P_TF32, 128);
+    tc_sel_result a, b, d;
+    cr_assert_eq(tc_select_decide(&s, &c, &a), 0);
+    cr_assert_eq(tc_select_decide(&s, &c, &b), 0); /* from the cache */
+    cr_assert(memcmp(&a, &b, sizeof a) == 0);
+    c.N = 256; /* another configuration is another entry */
+    c.slices = 2;
+    cr_assert_eq(tc_select_decide(&s, &c, &d), 0);
+    cr_assert(d.us_cusparse > a.us_cusparse);
+    /* the device's own occupancy replaces the assumed one: fewer slots, longer schedule */
+    c = spmm_cfg(TC_SEL_P_TF32, 128);
+    c.bps_base = c.bps_balanced = 2;
+    cr_assert_eq(tc_select_decide(&s, &c, &d), 0);
+    cr_assert(d.mk_base > a.mk_base && d.bps_base == 2, "%g vs %g", d.mk_base, a.mk_base);
+}
+
+Test(select_decide, sddmm_uses_its_own_model)
+{
+    tcsparseMetcfStats_t s = stats_of(&proteins64);
+    tc_sel_config c;
+    memset(&c, 0, sizeof c);
+    c.op = TC_SEL_OP_SDDMM;
+    c.prec = TC_SEL_P_TF32;
+    c.N = 128;
+    c.ab_bytes = c.c_bytes = 4;
+    c.sm_count = 132;
+    c.warps = 4;
+    c.slices = 1;
+    tc_sel_result r;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    /* PROTEINS_full x 64, TF32, K = 128: TC 2.25 ms, cusparseSDDMM 4.56 ms */
+    cr_assert(r.use_tc && !r.balanced, "tc %.1f cu %.1f ratio %.2f", r.us_tc, r.us_cusparse, r.balance_ratio);
+}
+
+Test(select_note, predictions_reach_only_their_handle)
+{
+    int h1 = 0, h2 = 0;
+    double tc, cu;
+    tc_select_note(&h1, 12.5, 20.0);
+    tc_select_take(&h2, &tc, &cu);
+    cr_assert(tc < 0 && cu < 0);
+    tc_select_note(&h1, 12.5, 20.0);
+    tc_select_take(&h1, &tc, &cu);
+    cr_assert_float_eq(tc, 12.5, 1e-12);
+    cr_assert_float_eq(cu, 20.0, 1e-12);
+    tc_select_take(&h1, &tc, &cu); /* taken once */
+    cr_assert(tc < 0 && cu < 0);
+}
