@@ -1,0 +1,583 @@
+/* The GPU backend of the GraphBLAS adapter: uploads the arrays GraphBLAS holds on the host,
+ * calls tcsparseSpMM / tcsparseSDDMM (whose route picks the tensor cores or cuSPARSE), and
+ * brings the result back.  GraphBLAS's 64-bit offsets and indices go up as they are
+ * (tcsparse takes CUSPARSE_INDEX_64I; its plan is int32 on the device).
+ *
+ * Device buffers of unpinned operands are kept between calls and only grow, so that a
+ * sequence of calls does not pay cudaMalloc/cudaFree each time; pinned operands have their
+ * own.  Everything here runs under the adapter lock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "grb_internal.h"
+
+struct tc_grb_pin_dev {
+    int valid;                 /* matches the pin's record */
+    void *dp, *dj, *dx;
+    size_t cap_p, cap_j, cap_x;
+    tcsparseSpMatDescr_t descr; /* sparse forms: owns tcsparse's cached plan */
+};
+
+typedef struct {
+    void *p;
+    size_t cap;
+} tc_dbuf;
+
+enum { TC_S_P, TC_S_J, TC_S_X, TC_S_B, TC_S_R, TC_S_OUT, TC_S_WORK, TC_S_COUNT };
+
+static tcsparseHandle_t tc_h;
+static int tc_gpu_state = -1; /* -1 not probed, 0 unusable, 1 usable */
+static char tc_gpu_why[128];
+static tc_dbuf tc_scratch[TC_S_COUNT];
+
+int tc_grb_gpu_available(char *why, size_t n)
+{
+    if (tc_gpu_state < 0) {
+        int count = 0;
+        cudaError_t e = cudaGetDeviceCount(&count);
+        if (e != cudaSuccess) {
+            snprintf(tc_gpu_why, sizeof tc_gpu_why, "no CUDA device (%s)", cudaGetErrorString(e));
+            (void)cudaGetLastError();
+            tc_gpu_state = 0;
+        } else if (count == 0) {
+            snprintf(tc_gpu_why, sizeof tc_gpu_why, "no CUDA device");
+            tc_gpu_state = 0;
+        } else {
+            tc_gpu_state = 1;
+        }
+    }
+    if (!tc_gpu_state)
+        snprintf(why, n, "%s", tc_gpu_why);
+    return tc_gpu_state;
+}
+
+static int tc_fail(char *why, size_t n, const char *what, cudaError_t e)
+{
+    snprintf(why, n, "%s: %s", what, cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return -1;
+}
+
+static int tc_tcfail(char *why, size_t n, const char *what, tcsparseStatus_t st)
+{
+    snprintf(why, n, "%s: %s: %s", what, tcsparseGetErrorName(st), tcsparseGetLastErrorMessage());
+    return -1;
+}
+
+static int tc_handle(char *why, size_t n)
+{
+    if (tc_h != NULL)
+        return 0;
+    tcsparseStatus_t st = tcsparseCreate(&tc_h);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_h = NULL;
+        return tc_tcfail(why, n, "tcsparseCreate", st);
+    }
+    return 0;
+}
+
+/* Grows *p to hold bytes (contents are not kept). */
+static int tc_reserve(void **p, size_t *cap, size_t bytes, char *why, size_t n)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (*cap >= bytes)
+        return 0;
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        return tc_fail(why, n, "cudaMalloc", e);
+    }
+    *cap = bytes;
+    return 0;
+}
+
+static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t n)
+{
+    tc_dbuf *b = &tc_scratch[slot];
+    if (tc_reserve(&b->p, &b->cap, bytes, why, n) != 0)
+        return -1;
+    *out = b->p;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- staged copies
+ *
+ * GraphBLAS's arrays are ordinary (pageable) memory, and a copy from pageable memory runs
+ * through the driver's own staging at the speed of one CPU core's memcpy.  Large copies
+ * here go through two pinned buffers instead: the host's cores fill (or drain) one while
+ * the copy engine moves the other.  TCSPARSE_GRB_STAGING=0 turns this off; any failure to
+ * set it up falls back to cudaMemcpy. */
+
+#define TC_STAGE_BYTES ((size_t)32 << 20)
+#define TC_STAGE_MIN ((size_t)4 << 20)
+
+static void *tc_stage[2];
+static cudaEvent_t tc_stage_ev[2];
+static cudaStream_t tc_stage_stream;
+static int tc_stage_state; /* 0 not tried, 1 ready, -1 unavailable */
+
+static void tc_stage_free(void)
+{
+    for (int b = 0; b < 2; b++) {
+        if (tc_stage[b] != NULL)
+            cudaFreeHost(tc_stage[b]);
+        if (tc_stage_ev[b] != NULL)
+            cudaEventDestroy(tc_stage_ev[b]);
+        tc_stage[b] = NULL;
+        tc_stage_ev[b] = NULL;
+    }
+    if (tc_stage_stream != NULL)
+        cudaStreamDestroy(tc_stage_stream);
+    tc_stage_stream = NULL;
+    tc_stage_state = 0;
+}
+
+static int tc_stage_ready(void)
+{
+    if (tc_stage_state == 0) {
+        const char *e = getenv("TCSPARSE_GRB_STAGING");
+        int ok = !(e != NULL && strcmp(e, "0") == 0) &&
+                 cudaStreamCreateWithFlags(&tc_stage_stream, cudaStreamNonBlocking) == cudaSuccess;
+        for (int b = 0; ok && b < 2; b++)
+            ok = cudaHostAlloc(&tc_stage[b], TC_STAGE_BYTES, cudaHostAllocDefault) == cudaSuccess &&
+                 cudaEventCreateWithFlags(&tc_stage_ev[b], cudaEventDisableTiming) == cudaSuccess;
+        if (!ok) {
+            (void)cudaGetLastError();
+            tc_stage_free();
+        }
+        tc_stage_state = ok ? 1 : -1;
+    }
+    return tc_stage_state > 0;
+}
+
+typedef struct {
+    char *dst;
+    const char *src;
+} tc_copy_job;
+
+static void tc_copy_part(void *arg, size_t lo, size_t hi)
+{
+    tc_copy_job *j = arg;
+    memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+static void tc_host_copy(void *dst, const void *src, size_t bytes)
+{
+    tc_copy_job j = {dst, src};
+    tc_grb_parallel(bytes, 1, tc_copy_part, &j);
+}
+
+static int tc_h2d(void *d, const void *h, size_t bytes, char *why, size_t n)
+{
+    if (bytes == 0)
+        return 0;
+    cudaError_t e = cudaSuccess;
+    if (bytes < TC_STAGE_MIN || !tc_stage_ready()) {
+        e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the device", e);
+    }
+    for (size_t off = 0, c = 0; off < bytes && e == cudaSuccess; c++) {
+        const int b = (int)(c & 1);
+        const size_t len = bytes - off < TC_STAGE_BYTES ? bytes - off : TC_STAGE_BYTES;
+        /* the copy engine is done with this buffer (a fresh event counts as done) */
+        if ((e = cudaEventSynchronize(tc_stage_ev[b])) != cudaSuccess)
+            break;
+        tc_host_copy(tc_stage[b], (const char *)h + off, len);
+        e = cudaMemcpyAsync((char *)d + off, tc_stage[b], len, cudaMemcpyHostToDevice,
+                            tc_stage_stream);
+        if (e == cudaSuccess)
+            e = cudaEventRecord(tc_stage_ev[b], tc_stage_stream);
+        off += len;
+    }
+    cudaError_t s = cudaStreamSynchronize(tc_stage_stream);
+    if (e == cudaSuccess)
+        e = s;
+    return e == cudaSuccess ? 0 : tc_fail(why, n, "staged copy to the device", e);
+}
+
+static int tc_d2h(void *h, const void *d, size_t bytes, char *why, size_t n)
+{
+    if (bytes == 0)
+        return 0;
+    cudaError_t e = cudaSuccess;
+    if (bytes < TC_STAGE_MIN || !tc_stage_ready()) {
+        e = cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the host", e);
+    }
+    const size_t chunks = (bytes + TC_STAGE_BYTES - 1) / TC_STAGE_BYTES;
+#define TC_CHUNK_LEN(c) ((c) + 1 < chunks ? TC_STAGE_BYTES : bytes - (c) * TC_STAGE_BYTES)
+    /* chunk c goes to buffer c & 1; chunk c + 1 is in flight while chunk c is drained */
+    e = cudaMemcpyAsync(tc_stage[0], d, TC_CHUNK_LEN(0), cudaMemcpyDeviceToHost, tc_stage_stream);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(tc_stage_ev[0], tc_stage_stream);
+    for (size_t c = 0; c < chunks && e == cudaSuccess; c++) {
+        const int b = (int)(c & 1);
+        if (c + 1 < chunks) {
+            e = cudaMemcpyAsync(tc_stage[b ^ 1], (const char *)d + (c + 1) * TC_STAGE_BYTES,
+                                TC_CHUNK_LEN(c + 1), cudaMemcpyDeviceToHost, tc_stage_stream);
+            if (e == cudaSuccess)
+                e = cudaEventRecord(tc_stage_ev[b ^ 1], tc_stage_stream);
+            if (e != cudaSuccess)
+                break;
+        }
+        if ((e = cudaEventSynchronize(tc_stage_ev[b])) != cudaSuccess)
+            break;
+        tc_host_copy((char *)h + c * TC_STAGE_BYTES, tc_stage[b], TC_CHUNK_LEN(c));
+    }
+#undef TC_CHUNK_LEN
+    cudaError_t s = cudaStreamSynchronize(tc_stage_stream);
+    if (e == cudaSuccess)
+        e = s;
+    return e == cudaSuccess ? 0 : tc_fail(why, n, "staged copy to the host", e);
+}
+
+static cudaDataType tc_cuda_type(tc_grb_vtype vt)
+{
+    return vt == TC_GRB_F64 ? CUDA_R_64F : CUDA_R_32F;
+}
+
+/* ---------------------------------------------------------------- pinned copies */
+
+static struct tc_grb_pin_dev *tc_pin_dev(tc_grb_pin *pin)
+{
+    if (pin->dev == NULL)
+        pin->dev = calloc(1, sizeof *pin->dev);
+    return pin->dev;
+}
+
+/* Brings a sparse pin's device copy up to date with csr (whose values are full). */
+static int tc_pin_sync_sparse(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb_csr *c,
+                              char *why, size_t n)
+{
+    struct tc_grb_pin_dev *d = tc_pin_dev(pin);
+    if (d == NULL)
+        return snprintf(why, n, "out of host memory"), -1;
+    if (!d->valid || d->descr == NULL)
+        st = TC_PIN_STRUCTURE;
+    if (st == TC_PIN_HIT)
+        return 0;
+    const size_t es = tc_grb_esize(pin->vtype);
+    d->valid = 0;
+    if (st == TC_PIN_STRUCTURE) {
+        if (d->descr != NULL)
+            tcsparseDestroySpMat(d->descr);
+        d->descr = NULL;
+        if (tc_reserve(&d->dp, &d->cap_p, (size_t)(c->rows + 1) * 8, why, n) ||
+            tc_reserve(&d->dj, &d->cap_j, (size_t)c->nnz * 8, why, n) ||
+            tc_reserve(&d->dx, &d->cap_x, (size_t)c->nnz * es, why, n) ||
+            tc_h2d(d->dp, c->p, (size_t)(c->rows + 1) * 8, why, n) ||
+            tc_h2d(d->dj, c->j, (size_t)c->nnz * 8, why, n))
+            return -1;
+        tcsparseStatus_t s = tcsparseCreateCsr(&d->descr, c->rows, c->cols, c->nnz, d->dp, d->dj,
+                                               d->dx, TCSPARSE_INDEX_64I, TCSPARSE_INDEX_64I,
+                                               TCSPARSE_INDEX_BASE_ZERO, tc_cuda_type(pin->vtype));
+        if (s != TCSPARSE_STATUS_SUCCESS) {
+            d->descr = NULL;
+            return tc_tcfail(why, n, "tcsparseCreateCsr", s);
+        }
+    }
+    if (c->x == NULL)
+        return snprintf(why, n, "out of host memory"), -1;
+    if (tc_h2d(d->dx, c->x, (size_t)c->nnz * es, why, n))
+        return -1;
+    d->valid = 1;
+    return 0;
+}
+
+static int tc_pin_sync_dense(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb_dense *v,
+                             char *why, size_t n)
+{
+    struct tc_grb_pin_dev *d = tc_pin_dev(pin);
+    if (d == NULL)
+        return snprintf(why, n, "out of host memory"), -1;
+    if (!d->valid)
+        st = TC_PIN_STRUCTURE;
+    if (st == TC_PIN_HIT)
+        return 0;
+    const size_t bytes = (size_t)(v->rows * v->cols) * tc_grb_esize(pin->vtype);
+    d->valid = 0;
+    if (v->x == NULL)
+        return snprintf(why, n, "out of host memory"), -1;
+    if (tc_reserve(&d->dx, &d->cap_x, bytes, why, n) || tc_h2d(d->dx, v->x, bytes, why, n))
+        return -1;
+    d->valid = 1;
+    return 0;
+}
+
+int tc_grb_gpu_pin_upload(tc_grb_pin *pin, tc_grb_operand *op, char *why, size_t n)
+{
+    if (op->form == TC_FORM_CSR || op->form == TC_FORM_CSC) {
+        tc_grb_csr c = tc_grb_operand_csr(op);
+        c.x = tc_grb_operand_values(op);
+        return tc_pin_sync_sparse(pin, TC_PIN_STRUCTURE, &c, why, n);
+    }
+    tc_grb_dense v = tc_grb_operand_dense(op, 0);
+    return tc_pin_sync_dense(pin, TC_PIN_STRUCTURE, &v, why, n);
+}
+
+void tc_grb_gpu_pin_free(tc_grb_pin *pin)
+{
+    struct tc_grb_pin_dev *d = pin->dev;
+    if (d == NULL)
+        return;
+    if (d->descr != NULL)
+        tcsparseDestroySpMat(d->descr);
+    cudaFree(d->dp);
+    cudaFree(d->dj);
+    cudaFree(d->dx);
+    free(d);
+    pin->dev = NULL;
+}
+
+void tc_grb_gpu_release(void)
+{
+    for (int s = 0; s < TC_S_COUNT; s++) {
+        cudaFree(tc_scratch[s].p);
+        tc_scratch[s].p = NULL;
+        tc_scratch[s].cap = 0;
+    }
+    if (tc_h != NULL)
+        tcsparseDestroy(tc_h);
+    tc_h = NULL;
+    tc_stage_free();
+}
+
+/* ---------------------------------------------------------------- operands on the device */
+
+/* A dense operand on the device: the pin's copy, or the scratch slot. */
+static int tc_dense_up(const tc_grb_dense *v, tc_grb_pin *pin, tc_grb_pin_state st, int slot,
+                       size_t es, void **out, char *why, size_t n)
+{
+    if (pin != NULL && st != TC_PIN_NONE) {
+        if (tc_pin_sync_dense(pin, st, v, why, n) != 0)
+            return -1;
+        *out = pin->dev->dx;
+        return 0;
+    }
+    const size_t bytes = (size_t)(v->rows * v->cols) * es;
+    return tc_scratch_get(slot, bytes, out, why, n) || tc_h2d(*out, v->x, bytes, why, n);
+}
+
+/* A sparse operand's descriptor, values at vals_dev (NULL: its own values).  *own is set
+ * when the descriptor is the caller's to destroy. */
+static int tc_sparse_up(const tc_grb_csr *c, int need_values, tc_grb_pin *pin,
+                        tc_grb_pin_state st, tc_grb_vtype vt, void *vals_dev,
+                        tcsparseSpMatDescr_t *out, int *own, char *why, size_t n)
+{
+    const size_t es = tc_grb_esize(vt);
+    *own = 0;
+    if (pin != NULL && st != TC_PIN_NONE) {
+        if (tc_pin_sync_sparse(pin, st, c, why, n) != 0)
+            return -1;
+        tcsparseStatus_t s = tcsparseSpMatSetValues(pin->dev->descr,
+                                                    vals_dev != NULL ? vals_dev : pin->dev->dx);
+        if (s != TCSPARSE_STATUS_SUCCESS)
+            return tc_tcfail(why, n, "tcsparseSpMatSetValues", s);
+        *out = pin->dev->descr;
+        return 0;
+    }
+    void *dp, *dj, *dx = vals_dev;
+    if (tc_scratch_get(TC_S_P, (size_t)(c->rows + 1) * 8, &dp, why, n) ||
+        tc_scratch_get(TC_S_J, (size_t)c->nnz * 8, &dj, why, n) ||
+        tc_h2d(dp, c->p, (size_t)(c->rows + 1) * 8, why, n) ||
+        tc_h2d(dj, c->j, (size_t)c->nnz * 8, why, n))
+        return -1;
+    if (need_values &&
+        (tc_scratch_get(TC_S_X, (size_t)c->nnz * es, &dx, why, n) ||
+         tc_h2d(dx, c->x, (size_t)c->nnz * es, why, n)))
+        return -1;
+    tcsparseStatus_t s = tcsparseCreateCsr(out, c->rows, c->cols, c->nnz, dp, dj, dx,
+                                           TCSPARSE_INDEX_64I, TCSPARSE_INDEX_64I,
+                                           TCSPARSE_INDEX_BASE_ZERO, tc_cuda_type(vt));
+    if (s != TCSPARSE_STATUS_SUCCESS)
+        return tc_tcfail(why, n, "tcsparseCreateCsr", s);
+    *own = 1;
+    return 0;
+}
+
+static void tc_invalidate(tc_grb_pin *pin)
+{
+    if (pin != NULL && pin->dev != NULL)
+        pin->dev->valid = 0;
+}
+
+static void tc_kernel_name(tc_grb_times *t)
+{
+    tcsparseRouteInfo_t ri;
+    if (tcsparseGetLastRoute(tc_h, &ri) == TCSPARSE_STATUS_SUCCESS)
+        snprintf(t->kernel, sizeof t->kernel, "%s", ri.kernel);
+}
+
+/* ---------------------------------------------------------------- SpMM */
+
+int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
+                    tc_grb_pin_state st_a, const tc_grb_dense *B, tc_grb_pin *pin_b,
+                    tc_grb_pin_state st_b, void *out, tc_grb_times *t, char *why, size_t n)
+{
+    const size_t es = tc_grb_esize(vt);
+    const cudaDataType ty = tc_cuda_type(vt);
+    const int64_t m = A->rows, cols = B->cols;
+    tcsparseSpMatDescr_t dA = NULL;
+    tcsparseDnMatDescr_t dB = NULL, dC = NULL;
+    int own_a = 0, rc = -1;
+    void *b_dev, *c_dev, *work = NULL;
+    size_t wbytes = 0;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    tcsparseStatus_t s;
+
+    double t0 = tc_grb_now_ms();
+    if (tc_handle(why, n) ||
+        tc_sparse_up(A, 1, pin_a, st_a, vt, NULL, &dA, &own_a, why, n) ||
+        tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n) ||
+        tc_scratch_get(TC_S_OUT, (size_t)(m * cols) * es, &c_dev, why, n))
+        goto done;
+    double t1 = tc_grb_now_ms();
+    if ((s = tcsparseCreateDnMat(&dB, B->rows, B->cols, B->ld, b_dev, ty,
+                                 B->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL)) ||
+        (s = tcsparseCreateDnMat(&dC, m, cols, B->row_major ? cols : m, c_dev, ty,
+                                 B->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL))) {
+        tc_tcfail(why, n, "tcsparseCreateDnMat", s);
+        goto done;
+    }
+    s = tcsparseSpMM_bufferSize(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                                TCSPARSE_OPERATION_NON_TRANSPOSE, one, dA, dB, zero, dC, ty,
+                                TCSPARSE_SPMM_ALG_DEFAULT, &wbytes);
+    if (s != TCSPARSE_STATUS_SUCCESS) {
+        tc_tcfail(why, n, "tcsparseSpMM_bufferSize", s);
+        goto done;
+    }
+    if (tc_scratch_get(TC_S_WORK, wbytes, &work, why, n))
+        goto done;
+    s = tcsparseSpMM(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                     one, dA, dB, zero, dC, ty, TCSPARSE_SPMM_ALG_DEFAULT, work);
+    if (s != TCSPARSE_STATUS_SUCCESS) {
+        tc_tcfail(why, n, "tcsparseSpMM", s);
+        goto done;
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        tc_fail(why, n, "tcsparseSpMM", e);
+        goto done;
+    }
+    double t2 = tc_grb_now_ms();
+    if (tc_d2h(out, c_dev, (size_t)(m * cols) * es, why, n))
+        goto done;
+    double t3 = tc_grb_now_ms();
+    t->upload = t1 - t0;
+    t->compute = t2 - t1;
+    t->download = t3 - t2;
+    tc_kernel_name(t);
+    rc = 0;
+done:
+    if (dB != NULL)
+        tcsparseDestroyDnMat(dB);
+    if (dC != NULL)
+        tcsparseDestroyDnMat(dC);
+    if (own_a)
+        tcsparseDestroySpMat(dA);
+    if (rc != 0) {
+        tc_invalidate(pin_a);
+        tc_invalidate(pin_b);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- SDDMM */
+
+int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
+                     tc_grb_pin_state st_p, const tc_grb_dense *L, tc_grb_pin *pin_l,
+                     tc_grb_pin_state st_l, const tc_grb_dense *R, tc_grb_pin *pin_r,
+                     tc_grb_pin_state st_r, void *out, tc_grb_times *t, char *why, size_t n)
+{
+    const size_t es = tc_grb_esize(vt);
+    const cudaDataType ty = tc_cuda_type(vt);
+    tcsparseSpMatDescr_t dP = NULL;
+    tcsparseDnMatDescr_t dL = NULL, dR = NULL;
+    int own_p = 0, rc = -1;
+    void *l_dev, *r_dev, *o_dev, *work = NULL;
+    size_t wbytes = 0;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    tcsparseStatus_t s;
+    cudaError_t e;
+
+    double t0 = tc_grb_now_ms();
+    if (tc_handle(why, n) ||
+        tc_scratch_get(TC_S_OUT, (size_t)P->nnz * es, &o_dev, why, n) ||
+        tc_sparse_up(P, 0, pin_p, st_p, vt, o_dev, &dP, &own_p, why, n) ||
+        tc_dense_up(L, pin_l, st_l, TC_S_B, es, &l_dev, why, n))
+        goto done;
+    if (R->x == L->x && (pin_r == pin_l || st_r == TC_PIN_NONE || st_l == TC_PIN_NONE)) {
+        r_dev = l_dev; /* C<M> = X*X': one array, two views */
+    } else if (tc_dense_up(R, pin_r, st_r, TC_S_R, es, &r_dev, why, n)) {
+        goto done;
+    }
+    /* beta is 0, but a NaN in uninitialised memory times 0 is still NaN */
+    if ((e = cudaMemset(o_dev, 0, (size_t)P->nnz * es)) != cudaSuccess) {
+        tc_fail(why, n, "cudaMemset", e);
+        goto done;
+    }
+    double t1 = tc_grb_now_ms();
+    if ((s = tcsparseCreateDnMat(&dL, L->rows, L->cols, L->ld, l_dev, ty,
+                                 L->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL)) ||
+        (s = tcsparseCreateDnMat(&dR, R->rows, R->cols, R->ld, r_dev, ty,
+                                 R->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL))) {
+        tc_tcfail(why, n, "tcsparseCreateDnMat", s);
+        goto done;
+    }
+    s = tcsparseSDDMM_bufferSize(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                                 TCSPARSE_OPERATION_NON_TRANSPOSE, one, dL, dR, zero, dP, ty,
+                                 TCSPARSE_SDDMM_ALG_DEFAULT, &wbytes);
+    if (s != TCSPARSE_STATUS_SUCCESS) {
+        tc_tcfail(why, n, "tcsparseSDDMM_bufferSize", s);
+        goto done;
+    }
+    if (tc_scratch_get(TC_S_WORK, wbytes, &work, why, n))
+        goto done;
+    s = tcsparseSDDMM(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                      one, dL, dR, zero, dP, ty, TCSPARSE_SDDMM_ALG_DEFAULT, work);
+    if (s != TCSPARSE_STATUS_SUCCESS) {
+        tc_tcfail(why, n, "tcsparseSDDMM", s);
+        goto done;
+    }
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+        tc_fail(why, n, "tcsparseSDDMM", e);
+        goto done;
+    }
+    double t2 = tc_grb_now_ms();
+    if (tc_d2h(out, o_dev, (size_t)P->nnz * es, why, n))
+        goto done;
+    double t3 = tc_grb_now_ms();
+    t->upload = t1 - t0;
+    t->compute = t2 - t1;
+    t->download = t3 - t2;
+    tc_kernel_name(t);
+    rc = 0;
+done:
+    if (dL != NULL)
+        tcsparseDestroyDnMat(dL);
+    if (dR != NULL)
+        tcsparseDestroyDnMat(dR);
+    if (own_p)
+        tcsparseDestroySpMat(dP);
+    else if (dP != NULL && pin_p != NULL && pin_p->dev != NULL)
+        tcsparseSpMatSetValues(dP, pin_p->dev->dx); /* the output buffer is not the pin's */
+    if (rc != 0) {
+        tc_invalidate(pin_p);
+        tc_invalidate(pin_l);
+        tc_invalidate(pin_r);
+    }
+    return rc;
+}

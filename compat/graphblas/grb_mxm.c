@@ -1,0 +1,553 @@
+/* tcsparse_GrB_mxm: which GrB_mxm calls run on the GPU, and how their results re-enter
+ * GraphBLAS with GraphBLAS's own semantics.
+ *
+ * Accelerated (PLUS_TIMES over FP32 or FP64, built in or built from GrB_PLUS_FP32 /
+ * GrB_TIMES_FP32 with identity 0 and no terminal; A and B of exactly the semiring's type):
+ *   SpMM   no mask, op(A) not full, op(B) full:       T = op(A)*op(B) on the GPU.
+ *          Row i of T exists, complete, where row i of op(A) has an entry (an explicit
+ *          zero counts); elsewhere it has no entry.  That is GraphBLAS's pattern.
+ *   SDDMM  mask not complemented, op(A) and op(B) full: T = (op(A)*op(B)) on M's pattern.
+ *          With full inputs and k >= 1 the product is full; the mask step only reads T
+ *          inside M's pattern, so T there gives the same C (structural or valued mask).
+ * Then C<M> = accum(C, T) is done by GrB_Matrix_apply with the identity operator and the
+ * caller's mask, accumulator, replace and mask-structure settings: the step that ends
+ * GrB_mxm, done by GraphBLAS itself (casts to C's type included).  When there is no mask
+ * or accumulator and C has T's type, T's arrays are packed straight into C instead.
+ *
+ * Everything else goes to the real GrB_mxm with the caller's arguments, as does a call the
+ * GPU could not finish (out of device memory, ...), and one whose final step GraphBLAS
+ * rejects before changing C (so the caller gets GrB_mxm's own error). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grb_internal.h"
+
+/* > 0 while this thread is inside the adapter: a GrB_mxm reached from in here (it should
+ * not happen: GraphBLAS calls its internals directly) goes straight to the real one. */
+static __thread int tc_grb_depth;
+
+#define TC_GRB_MIN_FLOPS_DEFAULT 2097152.0
+
+typedef struct {
+    tcsparse_GrB_path_t path;
+    tc_grb_vtype vt;
+    int tran_a, tran_b, replace, mask_struct;
+    GrB_Index m, k, n;
+    GrB_Type ctype, ttype;
+    int host;      /* TCSPARSE_GRB_BACKEND=host */
+    int fail;      /* TCSPARSE_GRB_BACKEND=fail: every computation fails (tests the way back) */
+    int nounpack;  /* TCSPARSE_GRB_NOUNPACK */
+    char why[160];
+    tc_grb_times times;
+    double ms_acquire, ms_finish;
+} tc_call;
+
+static int tc_env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0 && strcmp(e, "off") != 0;
+}
+
+static int tc_builtin_type(GrB_Type t)
+{
+    return t == GrB_BOOL || t == GrB_INT8 || t == GrB_UINT8 || t == GrB_INT16 ||
+           t == GrB_UINT16 || t == GrB_INT32 || t == GrB_UINT32 || t == GrB_INT64 ||
+           t == GrB_UINT64 || t == GrB_FP32 || t == GrB_FP64 || t == GxB_FC32 || t == GxB_FC64;
+}
+
+/* PLUS_TIMES over FP32 or FP64, whichever way the semiring was made. */
+static int tc_semiring_kind(GrB_Semiring sr, tc_grb_vtype *vt)
+{
+    GrB_Monoid mon;
+    GrB_BinaryOp add, mul;
+    bool term = false;
+    if (GxB_Semiring_add(&mon, sr) != GrB_SUCCESS ||
+        GxB_Semiring_multiply(&mul, sr) != GrB_SUCCESS ||
+        GxB_Monoid_operator(&add, mon) != GrB_SUCCESS)
+        return 0;
+    if (add == GrB_PLUS_FP32 && mul == GrB_TIMES_FP32) {
+        float id = 1.0f, t;
+        if (GxB_Monoid_identity(&id, mon) != GrB_SUCCESS || id != 0.0f ||
+            GxB_Monoid_terminal(&term, &t, mon) != GrB_SUCCESS || term)
+            return 0;
+        *vt = TC_GRB_F32;
+        return 1;
+    }
+    if (add == GrB_PLUS_FP64 && mul == GrB_TIMES_FP64) {
+        double id = 1.0, t;
+        if (GxB_Monoid_identity(&id, mon) != GrB_SUCCESS || id != 0.0 ||
+            GxB_Monoid_terminal(&term, &t, mon) != GrB_SUCCESS || term)
+            return 0;
+        *vt = TC_GRB_F64;
+        return 1;
+    }
+    return 0;
+}
+
+static int tc_desc(GrB_Descriptor d, GrB_Desc_Field f, int *v)
+{
+    GrB_Desc_Value x = GxB_DEFAULT;
+    if (GxB_Desc_get(d, f, &x) != GrB_SUCCESS)
+        return -1;
+    *v = (int)x;
+    return 0;
+}
+
+#define TC_NO(...)                                                                            \
+    do {                                                                                      \
+        snprintf(k->why, sizeof k->why, __VA_ARGS__);                                         \
+        k->path = TCSPARSE_GRB_PATH_GRAPHBLAS;                                                \
+        return;                                                                               \
+    } while (0)
+
+static void tc_classify(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Semiring sr, GrB_Matrix A,
+                        GrB_Matrix B, GrB_Descriptor desc)
+{
+    k->path = TCSPARSE_GRB_PATH_GRAPHBLAS;
+    const char *e = getenv("TCSPARSE_GRB");
+    if (e != NULL && (strcmp(e, "off") == 0 || strcmp(e, "0") == 0))
+        TC_NO("TCSPARSE_GRB=%s", e);
+    if (C == NULL || A == NULL || B == NULL || sr == NULL)
+        TC_NO("a NULL argument");
+    if (!tc_semiring_kind(sr, &k->vt))
+        TC_NO("semiring is not PLUS_TIMES over FP32 or FP64");
+    int outp, mask, in0, in1;
+    if (tc_desc(desc, GrB_OUTP, &outp) || tc_desc(desc, GrB_MASK, &mask) ||
+        tc_desc(desc, GrB_INP0, &in0) || tc_desc(desc, GrB_INP1, &in1))
+        TC_NO("descriptor not readable");
+    k->replace = outp == GrB_REPLACE;
+    k->mask_struct = (mask & GrB_STRUCTURE) != 0;
+    k->tran_a = in0 == GrB_TRAN;
+    k->tran_b = in1 == GrB_TRAN;
+    k->ttype = k->vt == TC_GRB_F64 ? GrB_FP64 : GrB_FP32;
+    GrB_Type ta, tb;
+    if (GxB_Matrix_type(&ta, A) != GrB_SUCCESS || GxB_Matrix_type(&tb, B) != GrB_SUCCESS ||
+        GxB_Matrix_type(&k->ctype, C) != GrB_SUCCESS)
+        TC_NO("a matrix is not valid");
+    if (ta != k->ttype || tb != k->ttype)
+        TC_NO("A or B is not of the semiring's type (GraphBLAS would typecast)");
+    if (!tc_builtin_type(k->ctype))
+        TC_NO("C has a user-defined type");
+    GrB_Index ar, ac, br, bc, cr, cc, an, bn;
+    int32_t sa;
+    if (GrB_Matrix_nrows(&ar, A) || GrB_Matrix_ncols(&ac, A) || GrB_Matrix_nrows(&br, B) ||
+        GrB_Matrix_ncols(&bc, B) || GrB_Matrix_nrows(&cr, C) || GrB_Matrix_ncols(&cc, C) ||
+        GrB_Matrix_nvals(&an, A) || GrB_Matrix_nvals(&bn, B) ||
+        GxB_Matrix_Option_get_INT32(A, GxB_SPARSITY_STATUS, &sa))
+        TC_NO("a matrix is not valid");
+    k->m = k->tran_a ? ac : ar;
+    k->k = k->tran_a ? ar : ac;
+    k->n = k->tran_b ? br : bc;
+    if ((k->tran_b ? bc : br) != k->k || cr != k->m || cc != k->n)
+        TC_NO("dimensions do not match");
+    if (k->m == 0 || k->n == 0 || k->k == 0)
+        TC_NO("an empty dimension");
+    double flops;
+    if (M == NULL) {
+        if (bn != br * bc)
+            TC_NO("B is not full");
+        if (sa == GxB_FULL)
+            TC_NO("A is full (a dense product)");
+        if (an == 0)
+            TC_NO("A has no entries");
+        k->path = TCSPARSE_GRB_PATH_SPMM;
+        flops = 2.0 * (double)an * (double)k->n;
+    } else {
+        if (mask & GrB_COMP)
+            TC_NO("complemented mask");
+        if (M == A || M == B)
+            TC_NO("the mask is also an input");
+        GrB_Index mr, mc, mn;
+        GrB_Type tm;
+        if (GrB_Matrix_nrows(&mr, M) || GrB_Matrix_ncols(&mc, M) || GrB_Matrix_nvals(&mn, M) ||
+            GxB_Matrix_type(&tm, M))
+            TC_NO("the mask is not valid");
+        if (mr != k->m || mc != k->n)
+            TC_NO("mask dimensions do not match");
+        if (!k->mask_struct && !tc_builtin_type(tm))
+            TC_NO("valued mask of a user-defined type");
+        if (an != ar * ac || bn != br * bc)
+            TC_NO("masked product with a sparse A or B");
+        if (mn == 0)
+            TC_NO("the mask has no entries");
+        k->path = TCSPARSE_GRB_PATH_SDDMM;
+        flops = 2.0 * (double)mn * (double)k->k;
+    }
+    double min_flops = TC_GRB_MIN_FLOPS_DEFAULT;
+    if ((e = getenv("TCSPARSE_GRB_MIN_FLOPS")) != NULL && e[0] != '\0')
+        min_flops = strtod(e, NULL);
+    if (flops < min_flops)
+        TC_NO("%.3g flops < TCSPARSE_GRB_MIN_FLOPS (%.3g)", flops, min_flops);
+    e = getenv("TCSPARSE_GRB_BACKEND");
+    k->host = e != NULL && strcmp(e, "host") == 0;
+    k->fail = e != NULL && strcmp(e, "fail") == 0;
+    char why[128];
+    if (!k->host && !k->fail && !tc_grb_gpu_available(why, sizeof why))
+        TC_NO("%s", why);
+    k->nounpack = tc_env_on("TCSPARSE_GRB_NOUNPACK");
+}
+
+/* The GraphBLAS descriptor for the final C<M> = accum(C, T): the caller's output and mask
+ * settings, no transposition (complemented masks never get here). */
+static GrB_Descriptor tc_apply_desc(const tc_call *k)
+{
+    if (k->replace)
+        return k->mask_struct ? GrB_DESC_RS : GrB_DESC_R;
+    return k->mask_struct ? GrB_DESC_S : NULL;
+}
+
+/* GrB_Matrix_apply checks its arguments before it touches C: an API error (bad domain,
+ * ...) leaves C as it was, and the call is handed to the real GrB_mxm for its own error. */
+static int tc_api_error(GrB_Info info)
+{
+    return info < GrB_SUCCESS && info >= GrB_OUTPUT_NOT_EMPTY;
+}
+
+/* C<M> = accum(C, T), or T moved into C.  Returns 1 when the call must go to GraphBLAS
+ * (C unchanged), 0 otherwise with the result in *info. */
+static int tc_finish(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp accum, GrB_Matrix T,
+                     GrB_Info *info)
+{
+    GrB_UnaryOp id = k->vt == TC_GRB_F64 ? GrB_IDENTITY_FP64 : GrB_IDENTITY_FP32;
+    GrB_Info gi = GrB_Matrix_apply(C, M, accum, id, T, tc_apply_desc(k));
+    if (tc_api_error(gi)) {
+        snprintf(k->why, sizeof k->why, "GrB_Matrix_apply refused the result (%d)", (int)gi);
+        return 1;
+    }
+    *info = gi;
+    return 0;
+}
+
+/* The bitmap of T: row r present where op(A)'s row r has an entry. */
+typedef struct {
+    const GrB_Index *p;
+    int8_t *ab;
+    const int8_t *rowflag; /* column-major: the pattern of one column */
+    GrB_Index m, n;
+} tc_bitmap_job;
+
+static void tc_bitmap_rows(void *arg, size_t lo, size_t hi)
+{
+    tc_bitmap_job *j = arg;
+    for (size_t r = lo; r < hi; r++)
+        memset(j->ab + r * j->n, j->p[r + 1] > j->p[r] ? 1 : 0, j->n);
+}
+
+static void tc_bitmap_cols(void *arg, size_t lo, size_t hi)
+{
+    tc_bitmap_job *j = arg;
+    for (size_t c = lo; c < hi; c++)
+        memcpy(j->ab + c * j->m, j->rowflag, j->m);
+}
+
+static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
+                       GrB_Info *info)
+{
+    tc_grb_operand oa, ob;
+    memset(&oa, 0, sizeof oa);
+    memset(&ob, 0, sizeof ob);
+    const size_t es = tc_grb_esize(k->vt);
+    const GrB_Index m = k->m, n = k->n, cells = m * n;
+    void *out = NULL;
+    int8_t *ab = NULL;
+    GrB_Matrix T = NULL;
+    int pass = 1;
+    GrB_Info gi;
+    double t0 = tc_grb_now_ms();
+
+    if ((gi = tc_grb_operand_acquire(&oa, A, k->vt, TC_ROLE_SPARSE, k->tran_a, k->nounpack)) ||
+        (gi = tc_grb_operand_acquire(&ob, B, k->vt, TC_ROLE_FULL, k->tran_b, k->nounpack))) {
+        snprintf(k->why, sizeof k->why, "reading the operands failed (%d)", (int)gi);
+        goto done;
+    }
+    tc_grb_csr csr = tc_grb_operand_csr(&oa);
+    csr.x = tc_grb_operand_values(&oa);
+    tc_grb_dense dense = tc_grb_operand_dense(&ob, k->tran_b);
+    out = tc_grb_alloc_out((size_t)cells * es);
+    if (csr.x == NULL || dense.x == NULL || out == NULL) {
+        snprintf(k->why, sizeof k->why, "out of host memory");
+        goto done;
+    }
+    tc_grb_pin *pa = tc_grb_pin_find(A, oa.form), *pb = tc_grb_pin_find(B, ob.form);
+    tc_grb_pin_state sta = tc_grb_pin_check(pa, &oa), stb = tc_grb_pin_check(pb, &ob);
+    k->ms_acquire = tc_grb_now_ms() - t0;
+    if (k->fail) {
+        snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
+        goto done;
+    } else if (k->host) {
+        double h0 = tc_grb_now_ms();
+        tc_grb_host_spmm(k->vt, &csr, &dense, out);
+        k->times.compute = tc_grb_now_ms() - h0;
+        snprintf(k->times.kernel, sizeof k->times.kernel, "host reference");
+    } else if (tc_grb_gpu_spmm(k->vt, &csr, sta ? pa : NULL, sta, &dense, stb ? pb : NULL, stb,
+                               out, &k->times, k->why, sizeof k->why) != 0) {
+        goto done;
+    }
+    double f0 = tc_grb_now_ms();
+    GrB_Index empty = 0;
+    for (GrB_Index r = 0; r < m; r++)
+        empty += csr.p[r + 1] == csr.p[r];
+    if (empty > 0) {
+        ab = tc_grb_alloc_out((size_t)cells);
+        if (ab == NULL) {
+            snprintf(k->why, sizeof k->why, "out of host memory");
+            goto done;
+        }
+        tc_bitmap_job job = {csr.p, ab, NULL, m, n};
+        if (dense.row_major) {
+            tc_grb_parallel((size_t)m, (size_t)n, tc_bitmap_rows, &job);
+        } else {
+            int8_t *flag = malloc((size_t)m);
+            if (flag == NULL) {
+                snprintf(k->why, sizeof k->why, "out of host memory");
+                goto done;
+            }
+            for (GrB_Index r = 0; r < m; r++)
+                flag[r] = csr.p[r + 1] > csr.p[r];
+            job.rowflag = flag;
+            tc_grb_parallel((size_t)n, (size_t)m, tc_bitmap_cols, &job);
+            free(flag);
+        }
+    }
+    /* the operands go back before C is touched: C may be A or B */
+    GrB_Info ra = tc_grb_operand_release(&oa), rb = tc_grb_operand_release(&ob);
+    if (ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
+        *info = ra != GrB_SUCCESS ? ra : rb;
+        snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
+        pass = 0;
+        goto done;
+    }
+    const int fast = accum == NULL && k->ctype == k->ttype;
+    GrB_Matrix target = C;
+    if (!fast) {
+        if ((gi = GrB_Matrix_new(&T, k->ttype, m, n)) != GrB_SUCCESS) {
+            *info = gi;
+            pass = 0;
+            goto done;
+        }
+        target = T;
+    }
+    /* T comes back in B's order (see tc_grb_gpu_spmm) */
+    if (empty == 0 && dense.row_major)
+        gi = GxB_Matrix_pack_FullR(target, &out, cells * es, false, NULL);
+    else if (empty == 0)
+        gi = GxB_Matrix_pack_FullC(target, &out, cells * es, false, NULL);
+    else if (dense.row_major)
+        gi = GxB_Matrix_pack_BitmapR(target, &ab, &out, cells, cells * es, false,
+                                     (m - empty) * n, NULL);
+    else
+        gi = GxB_Matrix_pack_BitmapC(target, &ab, &out, cells, cells * es, false,
+                                     (m - empty) * n, NULL);
+    if (gi != GrB_SUCCESS) {
+        /* without mask and accum, C's old content does not matter to GrB_mxm */
+        snprintf(k->why, sizeof k->why, "packing the result failed (%d)", (int)gi);
+        if (fast && (C == A || C == B)) {
+            *info = gi;
+            pass = 0;
+        }
+        goto done;
+    }
+    if (fast) {
+        *info = GrB_SUCCESS;
+        pass = 0;
+    } else {
+        pass = tc_finish(k, C, NULL, accum, T, info);
+    }
+    k->ms_finish = tc_grb_now_ms() - f0;
+done:
+    tc_grb_operand_release(&oa);
+    tc_grb_operand_release(&ob);
+    free(out);
+    free(ab);
+    GrB_Matrix_free(&T);
+    return pass;
+}
+
+static tc_grb_vtype tc_mask_vtype(GrB_Matrix M)
+{
+    GrB_Type t;
+    if (GxB_Matrix_type(&t, M) != GrB_SUCCESS)
+        return TC_GRB_OTHER;
+    return t == GrB_FP32 ? TC_GRB_F32 : t == GrB_FP64 ? TC_GRB_F64 : TC_GRB_OTHER;
+}
+
+static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp accum, GrB_Matrix A,
+                        GrB_Matrix B, GrB_Info *info)
+{
+    tc_grb_operand om, oa, ob;
+    memset(&om, 0, sizeof om);
+    memset(&oa, 0, sizeof oa);
+    memset(&ob, 0, sizeof ob);
+    tc_grb_operand *obp = B == A ? &oa : &ob; /* C<M> = A*A' reads A once */
+    const size_t es = tc_grb_esize(k->vt);
+    void *out = NULL;
+    GrB_Index *tp = NULL, *ti = NULL;
+    GrB_Matrix T = NULL;
+    int pass = 1;
+    GrB_Info gi;
+    double t0 = tc_grb_now_ms();
+
+    const tc_grb_vtype mvt = tc_mask_vtype(M);
+    if ((gi = tc_grb_operand_acquire(&om, M, mvt, TC_ROLE_PATTERN, 0, k->nounpack)) ||
+        (gi = tc_grb_operand_acquire(&oa, A, k->vt, TC_ROLE_FULL, k->tran_a, k->nounpack)) ||
+        (B != A &&
+         (gi = tc_grb_operand_acquire(&ob, B, k->vt, TC_ROLE_FULL, k->tran_b, k->nounpack)))) {
+        snprintf(k->why, sizeof k->why, "reading the operands failed (%d)", (int)gi);
+        goto done;
+    }
+    /* Held by column, M's arrays are the CSR of M': compute T' = op(B)' * op(A)' there. */
+    const int swap = om.form == TC_FORM_CSC;
+    tc_grb_csr P = tc_grb_operand_csr(&om);
+    tc_grb_dense L = tc_grb_operand_dense(&oa, k->tran_a);
+    tc_grb_dense R = tc_grb_operand_dense(obp, k->tran_b);
+    tc_grb_pin *pm = mvt == k->vt ? tc_grb_pin_find(M, om.form) : NULL;
+    tc_grb_pin *pa = tc_grb_pin_find(A, oa.form);
+    tc_grb_pin *pb = B == A ? pa : tc_grb_pin_find(B, ob.form);
+    tc_grb_pin_state stm = tc_grb_pin_check(pm, &om), sta = tc_grb_pin_check(pa, &oa);
+    tc_grb_pin_state stb = B == A ? sta : tc_grb_pin_check(pb, &ob);
+    if (stm != TC_PIN_NONE)
+        P.x = tc_grb_operand_values(&om); /* a pinned mask's copy holds its values too */
+    if (swap) {
+        tc_grb_dense l2 = tc_grb_dense_t(R), r2 = tc_grb_dense_t(L);
+        L = l2;
+        R = r2;
+        tc_grb_pin *pt = pa;
+        pa = pb;
+        pb = pt;
+        tc_grb_pin_state st = sta;
+        sta = stb;
+        stb = st;
+    }
+    out = tc_grb_alloc_out((size_t)P.nnz * es);
+    if (L.x == NULL || R.x == NULL || out == NULL || (stm != TC_PIN_NONE && P.x == NULL)) {
+        snprintf(k->why, sizeof k->why, "out of host memory");
+        goto done;
+    }
+    k->ms_acquire = tc_grb_now_ms() - t0;
+    if (k->fail) {
+        snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
+        goto done;
+    } else if (k->host) {
+        double h0 = tc_grb_now_ms();
+        tc_grb_host_sddmm(k->vt, &P, &L, &R, out);
+        k->times.compute = tc_grb_now_ms() - h0;
+        snprintf(k->times.kernel, sizeof k->times.kernel, "host reference");
+    } else if (tc_grb_gpu_sddmm(k->vt, &P, stm ? pm : NULL, stm, &L, sta ? pa : NULL, sta, &R,
+                                stb ? pb : NULL, stb, out, &k->times, k->why,
+                                sizeof k->why) != 0) {
+        goto done;
+    }
+    double f0 = tc_grb_now_ms();
+    /* T takes M's pattern: M's own arrays when they are a private copy, else a copy */
+    const size_t psz = (size_t)(P.rows + 1) * sizeof(GrB_Index);
+    const size_t isz = (size_t)P.nnz * sizeof(GrB_Index);
+    if (om.in_place) {
+        tp = malloc(psz);
+        ti = malloc(isz);
+        if (tp == NULL || ti == NULL) {
+            snprintf(k->why, sizeof k->why, "out of host memory");
+            goto done;
+        }
+        memcpy(tp, om.p, psz);
+        memcpy(ti, om.i, isz);
+    } else {
+        tp = om.p;
+        ti = om.i;
+        om.p = om.i = NULL;
+    }
+    GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
+    GrB_Info rb = tc_grb_operand_release(&ob);
+    if (rm != GrB_SUCCESS || ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
+        *info = rm != GrB_SUCCESS ? rm : ra != GrB_SUCCESS ? ra : rb;
+        snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
+        pass = 0;
+        goto done;
+    }
+    if ((gi = GrB_Matrix_new(&T, k->ttype, k->m, k->n)) != GrB_SUCCESS) {
+        *info = gi;
+        pass = 0;
+        goto done;
+    }
+    if (swap)
+        gi = GxB_Matrix_pack_CSC(T, &tp, &ti, &out, psz, isz, (GrB_Index)P.nnz * es, false,
+                                 false, NULL);
+    else
+        gi = GxB_Matrix_pack_CSR(T, &tp, &ti, &out, psz, isz, (GrB_Index)P.nnz * es, false,
+                                 false, NULL);
+    if (gi != GrB_SUCCESS) {
+        snprintf(k->why, sizeof k->why, "packing the result failed (%d)", (int)gi);
+        goto done;
+    }
+    pass = tc_finish(k, C, M, accum, T, info);
+    k->ms_finish = tc_grb_now_ms() - f0;
+done:
+    tc_grb_operand_release(&om);
+    tc_grb_operand_release(&oa);
+    tc_grb_operand_release(&ob);
+    free(out);
+    free(tp);
+    free(ti);
+    GrB_Matrix_free(&T);
+    return pass;
+}
+
+static const char *tc_path_name(const tc_call *k)
+{
+    switch (k->path) {
+    case TCSPARSE_GRB_PATH_SPMM: return k->host ? "SpMM on the host (test backend)" : "SpMM on the GPU";
+    case TCSPARSE_GRB_PATH_SDDMM: return k->host ? "SDDMM on the host (test backend)" : "SDDMM on the GPU";
+    default: return "GraphBLAS";
+    }
+}
+
+GrB_Info tc_grb_mxm(tc_grb_mxm_fn real_mxm, const char *who, GrB_Matrix C, const GrB_Matrix M,
+                    const GrB_BinaryOp accum, const GrB_Semiring semiring, const GrB_Matrix A,
+                    const GrB_Matrix B, const GrB_Descriptor desc)
+{
+    if (tc_grb_depth > 0)
+        return real_mxm(C, M, accum, semiring, A, B, desc);
+    tc_grb_depth++;
+    tc_grb_lock();
+    tc_call k;
+    memset(&k, 0, sizeof k);
+    tc_classify(&k, C, M, semiring, A, B, desc);
+    GrB_Info info = GrB_SUCCESS;
+    int pass = 1;
+    if (k.path == TCSPARSE_GRB_PATH_SPMM)
+        pass = tc_run_spmm(&k, C, accum, A, B, &info);
+    else if (k.path == TCSPARSE_GRB_PATH_SDDMM)
+        pass = tc_run_sddmm(&k, C, M, accum, A, B, &info);
+    if (pass)
+        k.path = TCSPARSE_GRB_PATH_GRAPHBLAS;
+    else if (info == GrB_SUCCESS)
+        snprintf(k.why, sizeof k.why, "%s", k.times.kernel);
+
+    tcsparse_GrB_stats_t *s = &tc_grb_stats;
+    s->calls++;
+    s->passthrough += k.path == TCSPARSE_GRB_PATH_GRAPHBLAS;
+    s->spmm += k.path == TCSPARSE_GRB_PATH_SPMM;
+    s->sddmm += k.path == TCSPARSE_GRB_PATH_SDDMM;
+    s->last_path = k.path;
+    snprintf(s->last_reason, sizeof s->last_reason, "%s", k.why);
+    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", pass ? "" : k.times.kernel);
+    if (!pass) {
+        s->ms_acquire = k.ms_acquire;
+        s->ms_upload = k.times.upload;
+        s->ms_compute = k.times.compute;
+        s->ms_download = k.times.download;
+        s->ms_finish = k.ms_finish;
+    }
+    if (tc_grb_log_on()) {
+        if (pass)
+            fprintf(stderr, "tcsparse-grb: %s -> GraphBLAS (%s)\n", who, k.why);
+        else
+            fprintf(stderr, "tcsparse-grb: %s -> %s (%s; %.3f ms read, %.3f up, %.3f compute, "
+                    "%.3f down, %.3f finish)\n", who, tc_path_name(&k), k.why, k.ms_acquire,
+                    k.times.upload, k.times.compute, k.times.download, k.ms_finish);
+    }
+    tc_grb_unlock();
+    if (pass)
+        info = real_mxm(C, M, accum, semiring, A, B, desc);
+    tc_grb_depth--;
+    return info;
+}

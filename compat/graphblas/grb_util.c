@@ -1,0 +1,107 @@
+/* Small host utilities of the GraphBLAS adapter: clock, threads for large host passes,
+ * output allocation, logging switch. */
+#define _GNU_SOURCE /* madvise(MADV_HUGEPAGE) */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include "grb_internal.h"
+
+#define TC_GRB_MAX_THREADS 64
+/* Bytes one extra thread must have to do before it pays for its creation (~30 us). */
+#define TC_GRB_BYTES_PER_THREAD ((size_t)4 << 20)
+
+double tc_grb_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int tc_grb_log_on(void)
+{
+    const char *e = getenv("TCSPARSE_LOG");
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+}
+
+typedef struct {
+    void (*fn)(void *arg, size_t lo, size_t hi);
+    void *arg;
+    size_t lo, hi;
+} tc_grb_task;
+
+static void *tc_grb_task_run(void *p)
+{
+    tc_grb_task *t = p;
+    t->fn(t->arg, t->lo, t->hi);
+    return NULL;
+}
+
+static int tc_grb_max_threads(void)
+{
+    const char *e = getenv("TCSPARSE_GRB_THREADS");
+    long v = e != NULL && e[0] != '\0' ? strtol(e, NULL, 10) : 0;
+    if (v <= 0)
+        v = sysconf(_SC_NPROCESSORS_ONLN);
+    if (v < 1)
+        v = 1;
+    return v > TC_GRB_MAX_THREADS ? TC_GRB_MAX_THREADS : (int)v;
+}
+
+void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
+                     void *arg)
+{
+    size_t want = n * unit_bytes / TC_GRB_BYTES_PER_THREAD;
+    size_t nt = (size_t)tc_grb_max_threads();
+    if (want < nt)
+        nt = want;
+    if (nt > n)
+        nt = n;
+    if (nt <= 1) {
+        fn(arg, 0, n);
+        return;
+    }
+    pthread_t th[TC_GRB_MAX_THREADS];
+    tc_grb_task task[TC_GRB_MAX_THREADS];
+    int started[TC_GRB_MAX_THREADS];
+    for (size_t t = 0; t < nt; t++) {
+        task[t].fn = fn;
+        task[t].arg = arg;
+        task[t].lo = n / nt * t + (t < n % nt ? t : n % nt);
+        task[t].hi = task[t].lo + n / nt + (t < n % nt ? 1 : 0);
+    }
+    for (size_t t = 1; t < nt; t++) {
+        started[t] = pthread_create(&th[t], NULL, tc_grb_task_run, &task[t]) == 0;
+        if (!started[t]) /* no thread to be had: do its share here */
+            tc_grb_task_run(&task[t]);
+    }
+    tc_grb_task_run(&task[0]);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+}
+
+/* Page faults on a freshly allocated output are a large part of moving a result to the
+ * host; taken on many threads (and on huge pages) they cost a fraction. */
+static void tc_grb_touch(void *arg, size_t lo, size_t hi)
+{
+    volatile char *p = arg;
+    for (size_t pg = lo; pg < hi; pg++)
+        p[pg * 4096] = 0;
+}
+
+void *tc_grb_alloc_out(size_t bytes)
+{
+    char *p = malloc(bytes > 0 ? bytes : 1);
+    if (p == NULL || bytes < ((size_t)8 << 20))
+        return p;
+    uintptr_t lo = ((uintptr_t)p + 0x1fffff) & ~(uintptr_t)0x1fffff;
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)0x1fffff;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint; refusal is fine */
+    tc_grb_parallel(bytes / 4096, 4096, tc_grb_touch, p);
+    return p;
+}

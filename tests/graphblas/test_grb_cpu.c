@@ -1,0 +1,264 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
+/* The GraphBLAS adapter without a GPU.
+ *  - as_it_comes: every descriptor combination through tcsparse_GrB_mxm and GrB_mxm; with
+ *    no CUDA device the adapter must pass every call through (identical results), with one
+ *    it must accelerate the accepted ones (results within FP32 accuracy);
+ *  - host_backend: the same with TCSPARSE_GRB_BACKEND=host, which computes T on the CPU:
+ *    everything around the multiplication (what is accepted, zero-copy access and
+ *    restoration of the inputs, the result's pattern, mask / accum / replace, aliasing,
+ *    storage formats) is checked here, GPU or not;
+ *  - failing_backend: every computation fails after the inputs were unpacked: the call must
+ *    still give GrB_mxm's exact result, with the inputs restored;
+ *  - zero-copy, pins, declined calls, thresholds. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grb_testlib.h"
+#include "testutil.h"
+
+#define MAX_CASES 1024
+
+static void setup(void)
+{
+    tg_init();
+    setenv("TCSPARSE_GRB_MIN_FLOPS", "0", 1);
+    unsetenv("TCSPARSE_GRB_BACKEND");
+    unsetenv("TCSPARSE_GRB_NOUNPACK");
+    unsetenv("TCSPARSE_GRB");
+}
+
+static int run_all(int accelerate, double tol32)
+{
+    static tg_case cases[MAX_CASES];
+    int n = tg_all_cases(cases, MAX_CASES, NULL), failures = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[400], name[300];
+        double tol = cases[i].fp64 ? tol32 * 1e-7 : tol32;
+        if (tg_run_case(&cases[i], accelerate, tol, msg, sizeof msg) != 0) {
+            tg_case_name(&cases[i], name, sizeof name);
+            if (failures < 20)
+                cr_log_error("case %d (%s): %s", i, name, msg);
+            failures++;
+        }
+    }
+    cr_log_info("%d cases, %d failures", n, failures);
+    return failures;
+}
+
+TestSuite(grb_cpu, .init = setup);
+
+Test(grb_cpu, as_it_comes)
+{
+    char why[200];
+    int gpu = tc_test_gpu_available(why, sizeof why);
+    cr_expect_eq(run_all(gpu, 1e-5), 0);
+}
+
+Test(grb_cpu, host_backend)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    cr_expect_eq(run_all(1, 1e-5), 0);
+}
+
+Test(grb_cpu, host_backend_without_unpack)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    setenv("TCSPARSE_GRB_NOUNPACK", "1", 1);
+    cr_expect_eq(run_all(1, 1e-5), 0);
+}
+
+Test(grb_cpu, failing_backend)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+    cr_expect_eq(run_all(0, 0.0), 0);
+}
+
+Test(grb_cpu, switched_off)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    setenv("TCSPARSE_GRB", "off", 1);
+    cr_expect_eq(run_all(0, 0.0), 0);
+}
+
+/* The arrays GraphBLAS holds for A and B are the same ones after the call: they were moved
+ * out and back, not copied. */
+Test(grb_cpu, zero_copy)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    GrB_Matrix A = tg_sparse(GrB_FP32, 60, 40, 0.2, 7, TG_BYROW);
+    GrB_Matrix B = tg_full(GrB_FP32, 40, 24, 8, TG_BYROW), C;
+    cr_assert_eq(GrB_Matrix_new(&C, GrB_FP32, 60, 24), GrB_SUCCESS);
+    GrB_Index *ap, *aj, aps, ajs, axs, bxs;
+    void *ax, *bx;
+    bool iso;
+    cr_assert_eq(GxB_Matrix_unpack_CSR(A, &ap, &aj, &ax, &aps, &ajs, &axs, &iso, NULL, NULL), 0);
+    GrB_Index *ap0 = ap, *aj0 = aj;
+    void *ax0 = ax;
+    cr_assert_eq(GxB_Matrix_pack_CSR(A, &ap, &aj, &ax, aps, ajs, axs, iso, false, NULL), 0);
+    cr_assert_eq(GxB_Matrix_unpack_FullR(B, &bx, &bxs, &iso, NULL), 0);
+    void *bx0 = bx;
+    cr_assert_eq(GxB_Matrix_pack_FullR(B, &bx, bxs, iso, NULL), 0);
+
+    cr_assert_eq(tcsparse_GrB_mxm(C, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL), 0);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.last_path, TCSPARSE_GRB_PATH_SPMM, "%s", st.last_reason);
+
+    cr_assert_eq(GxB_Matrix_unpack_CSR(A, &ap, &aj, &ax, &aps, &ajs, &axs, &iso, NULL, NULL), 0);
+    cr_expect(ap == ap0 && aj == aj0 && ax == ax0, "A's arrays were replaced");
+    cr_assert_eq(GxB_Matrix_pack_CSR(A, &ap, &aj, &ax, aps, ajs, axs, iso, false, NULL), 0);
+    cr_assert_eq(GxB_Matrix_unpack_FullR(B, &bx, &bxs, &iso, NULL), 0);
+    cr_expect(bx == bx0, "B's array was replaced");
+    cr_assert_eq(GxB_Matrix_pack_FullR(B, &bx, bxs, iso, NULL), 0);
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&B);
+    GrB_Matrix_free(&C);
+}
+
+#define expect_same_as_grb(...) expect_same_as_grb_(__LINE__, __VA_ARGS__)
+static void expect_same_as_grb_(int line, GrB_Matrix M, GrB_BinaryOp accum, GrB_Semiring sr, GrB_Matrix A,
+                               GrB_Matrix B, GrB_Descriptor d, tcsparse_GrB_path_t want,
+                               double tol)
+{
+    GrB_Index m, n;
+    GrB_Type ct = GrB_FP32;
+    GrB_Desc_Value t0 = GxB_DEFAULT, t1 = GxB_DEFAULT;
+    cr_assert_eq(GxB_Desc_get(d, GrB_INP0, &t0), 0);
+    cr_assert_eq(GxB_Desc_get(d, GrB_INP1, &t1), 0);
+    cr_assert_eq(t0 == GrB_TRAN ? GrB_Matrix_ncols(&m, A) : GrB_Matrix_nrows(&m, A), 0);
+    cr_assert_eq(t1 == GrB_TRAN ? GrB_Matrix_nrows(&n, B) : GrB_Matrix_ncols(&n, B), 0);
+    GrB_Matrix C1, C2;
+    cr_assert_eq(GrB_Matrix_new(&C1, ct, m, n), 0);
+    cr_assert_eq(GrB_Matrix_new(&C2, ct, m, n), 0);
+    GrB_Info i1 = GrB_mxm(C1, M, accum, sr, A, B, d);
+    GrB_Info i2 = tcsparse_GrB_mxm(C2, M, accum, sr, A, B, d);
+    cr_expect_eq(i1, i2);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.last_path, want, "line %d: path %d (%s)", line, (int)st.last_path,
+                 st.last_reason);
+    char msg[300];
+    cr_expect_eq(tg_compare(C2, C1, tol, msg, sizeof msg), 0, "line %d: %s", line, msg);
+    GrB_Matrix_free(&C1);
+    GrB_Matrix_free(&C2);
+}
+
+/* A pinned matrix on the host backend: the check runs (counted), results stay right after
+ * the matrix changes in place and in structure. */
+Test(grb_cpu, pins)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    GrB_Matrix A = tg_sparse(GrB_FP32, 50, 30, 0.25, 11, TG_BYROW);
+    GrB_Matrix B = tg_full(GrB_FP32, 30, 17, 12, TG_BYROW);
+    GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
+    cr_assert_eq(tcsparse_GrB_pin(A), GrB_SUCCESS);
+    cr_assert_eq(tcsparse_GrB_pin(B), GrB_SUCCESS);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_hits, 2);
+    cr_expect_eq(st.pin_value_refreshes + st.pin_rebuilds, 0);
+
+    /* a value rewritten in place, in an entry that exists */
+    GrB_Index j = 0;
+    float x;
+    while (GrB_Matrix_extractElement_FP32(&x, A, 0, j) != GrB_SUCCESS)
+        j++;
+    cr_assert_eq(GrB_Matrix_setElement_FP32(A, x + 0.5f, 0, j), 0);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_value_refreshes, 1);
+    cr_expect_eq(st.pin_hits, 1);
+
+    /* a new entry: the structure changed (row 3 was empty) */
+    cr_assert_eq(GrB_Matrix_setElement_FP32(A, 2.0f, 3, 4), 0);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_rebuilds, 1);
+
+    /* trusted: no hashing, still a hit */
+    cr_assert_eq(tcsparse_GrB_pin_ext(A, TCSPARSE_GRB_PIN_TRUST), GrB_SUCCESS);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_hits, 2);
+
+    /* used transposed, A's pin (CSR) does not apply */
+    GrB_Matrix At = tg_full(GrB_FP32, 50, 9, 13, TG_BYROW);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, At, GrB_DESC_T0, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_hits, 0);
+
+    cr_expect_eq(tcsparse_GrB_unpin(A), GrB_SUCCESS);
+    cr_expect_eq(tcsparse_GrB_unpin(A), GrB_NO_VALUE);
+    cr_expect_eq(tcsparse_GrB_pin(NULL), GrB_NULL_POINTER);
+    GrB_Matrix I32;
+    cr_assert_eq(GrB_Matrix_new(&I32, GrB_INT32, 3, 3), 0);
+    cr_expect_eq(tcsparse_GrB_pin(I32), GrB_DOMAIN_MISMATCH);
+    tcsparse_GrB_release();
+    cr_expect_eq(tcsparse_GrB_unpin(B), GrB_NO_VALUE);
+    GrB_Matrix_free(&I32);
+    GrB_Matrix_free(&At);
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&B);
+}
+
+/* Calls the adapter must leave to GraphBLAS: exact results and the reason. */
+Test(grb_cpu, declined)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    GrB_Matrix A = tg_sparse(GrB_FP32, 31, 29, 0.3, 21, TG_BYROW);
+    GrB_Matrix A64 = tg_sparse(GrB_FP64, 31, 29, 0.3, 21, TG_BYROW);
+    GrB_Matrix B = tg_full(GrB_FP32, 29, 13, 22, TG_BYROW);
+    GrB_Matrix Bs = tg_sparse(GrB_FP32, 29, 13, 0.5, 23, TG_BYROW);
+    GrB_Matrix Af = tg_full(GrB_FP32, 31, 29, 24, TG_BYROW);
+    GrB_Matrix M = tg_sparse(GrB_BOOL, 31, 13, 0.4, 25, TG_BYROW);
+    const tcsparse_GrB_path_t G = TCSPARSE_GRB_PATH_GRAPHBLAS;
+    expect_same_as_grb(NULL, NULL, GrB_MIN_PLUS_SEMIRING_FP32, A, B, NULL, G, 0.0);
+    expect_same_as_grb(NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A64, B, NULL, G, 0.0);
+    expect_same_as_grb(NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, Bs, NULL, G, 0.0);
+    expect_same_as_grb(NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, Af, B, NULL, G, 0.0);
+    expect_same_as_grb(M, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, GrB_DESC_S, G, 0.0);
+    /* GraphBLAS gives a monoid of the built-in PLUS operator the operator's own identity
+     * and no terminal, whatever GrB_Monoid_new / GxB_Monoid_terminal_new were given: these
+     * are PLUS_TIMES, and GrB_mxm's sums ignore the 1.0 and the 0.5 */
+    GrB_Monoid odd;
+    GrB_Semiring odd_sr;
+    cr_assert_eq(GxB_Monoid_terminal_new_FP32(&odd, GrB_PLUS_FP32, 0.0f, 0.5f), 0);
+    cr_assert_eq(GrB_Semiring_new(&odd_sr, odd, GrB_TIMES_FP32), 0);
+    expect_same_as_grb(NULL, NULL, odd_sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    GrB_Monoid plus1;
+    GrB_Semiring plus1_sr;
+    cr_assert_eq(GrB_Monoid_new_FP32(&plus1, GrB_PLUS_FP32, 1.0f), 0);
+    cr_assert_eq(GrB_Semiring_new(&plus1_sr, plus1, GrB_TIMES_FP32), 0);
+    expect_same_as_grb(NULL, NULL, plus1_sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    /* dimension mismatch: GraphBLAS's own error */
+    GrB_Matrix C;
+    cr_assert_eq(GrB_Matrix_new(&C, GrB_FP32, 5, 5), 0);
+    cr_expect_eq(tcsparse_GrB_mxm(C, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL),
+                 GrB_DIMENSION_MISMATCH);
+    cr_expect_eq(tcsparse_GrB_mxm(NULL, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL),
+                 GrB_NULL_POINTER);
+    /* too little work for the GPU by default */
+    unsetenv("TCSPARSE_GRB_MIN_FLOPS");
+    expect_same_as_grb(NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL, G, 0.0);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    cr_expect(strstr(st.last_reason, "TCSPARSE_GRB_MIN_FLOPS") != NULL, "%s", st.last_reason);
+    GrB_Semiring_free(&odd_sr);
+    GrB_Monoid_free(&odd);
+    GrB_Semiring_free(&plus1_sr);
+    GrB_Monoid_free(&plus1);
+    GrB_Matrix_free(&C);
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&A64);
+    GrB_Matrix_free(&B);
+    GrB_Matrix_free(&Bs);
+    GrB_Matrix_free(&Af);
+    GrB_Matrix_free(&M);
+}

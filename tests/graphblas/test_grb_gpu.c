@@ -1,0 +1,251 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
+/* The GraphBLAS adapter on the GPU (every test skips without a CUDA device): tcsparse_GrB_mxm
+ * against GrB_mxm for every descriptor combination the adapter accepts (and those it
+ * declines), on generated matrices, with tcsparse's automatic route and with the tensor
+ * cores forced; SpMM and SDDMM on the real matrices of TC_DATA_DIR; pinned operands that
+ * change in place and in structure. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grb_testlib.h"
+#include "testutil.h"
+
+#define MAX_CASES 1024
+
+static void setup(void)
+{
+    tg_init();
+    setenv("TCSPARSE_GRB_MIN_FLOPS", "0", 1);
+    unsetenv("TCSPARSE_GRB_BACKEND");
+    unsetenv("TCSPARSE_GRB_NOUNPACK");
+    unsetenv("TCSPARSE_GRB");
+    unsetenv("TCSPARSE_ROUTE");
+}
+
+static void teardown(void)
+{
+    tcsparse_GrB_release();
+}
+
+static int run_all(const GrB_Index dims[3])
+{
+    static tg_case cases[MAX_CASES];
+    int n = tg_all_cases(cases, MAX_CASES, dims), failures = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[400], name[300];
+        double tol = cases[i].fp64 ? 1e-12 : 1e-5;
+        if (tg_run_case(&cases[i], 1, tol, msg, sizeof msg) != 0) {
+            tg_case_name(&cases[i], name, sizeof name);
+            if (failures < 20)
+                cr_log_error("case %d (%s): %s", i, name, msg);
+            failures++;
+        }
+    }
+    cr_log_info("%d cases, %d failures", n, failures);
+    return failures;
+}
+
+TestSuite(grb_gpu, .init = setup, .fini = teardown, .timeout = 900);
+
+Test(grb_gpu, descriptor_combinations)
+{
+    TC_REQUIRE_GPU();
+    cr_expect_eq(run_all(NULL), 0);
+}
+
+/* Sizes past a few 16-row windows, tensor cores forced where eligible. */
+Test(grb_gpu, descriptor_combinations_tensor_cores)
+{
+    TC_REQUIRE_GPU();
+    setenv("TCSPARSE_ROUTE", "tc", 1);
+    const GrB_Index dims[3] = {101, 45, 64};
+    cr_expect_eq(run_all(dims), 0);
+}
+
+/* ---------------------------------------------------------------- real matrices */
+
+static const char *const data_files[] = {
+    "cora.mtx.gz",   "citeseer.mtx.gz",  "494_bus.mtx.gz",    "ca-GrQc.mtx.gz",
+    "Wiki-Vote.mtx.gz", "email-Eu-core.mtx.gz", "mbeacxc.mtx.gz", "bcsstk13.mtx.gz",
+    "Franz6_id1959_aug.mtx.gz", "PROTEINS_full.mtx.gz", "cit-HepTh.mtx.gz",
+};
+
+/* C1 = GrB_mxm(...), C2 = tcsparse_GrB_mxm(...) from the same C0; checks path and values. */
+static int compare_call(const char *label, GrB_Matrix C0, GrB_Matrix M, GrB_BinaryOp accum,
+                        GrB_Semiring sr, GrB_Matrix A, GrB_Matrix B, GrB_Descriptor d,
+                        tcsparse_GrB_path_t want, double tol)
+{
+    GrB_Matrix C1, C2;
+    cr_assert_eq(GrB_Matrix_dup(&C1, C0), 0);
+    cr_assert_eq(GrB_Matrix_dup(&C2, C0), 0);
+    GrB_Info i1 = GrB_mxm(C1, M, accum, sr, A, B, d);
+    GrB_Info i2 = tcsparse_GrB_mxm(C2, M, accum, sr, A, B, d);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    char msg[300];
+    int bad = 0;
+    if (i1 != GrB_SUCCESS || i2 != GrB_SUCCESS) {
+        cr_log_error("%s: GrB_mxm %d, tcsparse_GrB_mxm %d", label, (int)i1, (int)i2);
+        bad = 1;
+    } else if (st.last_path != want) {
+        cr_log_error("%s: path %d, expected %d (%s)", label, (int)st.last_path, (int)want,
+                     st.last_reason);
+        bad = 1;
+    } else if (tg_compare(C2, C1, tol, msg, sizeof msg) != 0) {
+        cr_log_error("%s (%s): %s", label, st.last_kernel, msg);
+        bad = 1;
+    }
+    GrB_Matrix_free(&C1);
+    GrB_Matrix_free(&C2);
+    return bad;
+}
+
+static GrB_Matrix full_of(GrB_Type t, GrB_Index r, GrB_Index c, uint64_t seed)
+{
+    return tg_full(t, r, c, seed, TG_BYROW);
+}
+
+Test(grb_gpu, data_matrices)
+{
+    TC_REQUIRE_GPU();
+    const char *dir = getenv("TC_DATA_DIR");
+    if (dir == NULL || dir[0] == '\0')
+        cr_skip_test("TC_DATA_DIR is not set");
+    int failures = 0, done = 0;
+    const GrB_Semiring s32 = GrB_PLUS_TIMES_SEMIRING_FP32, s64 = GrB_PLUS_TIMES_SEMIRING_FP64;
+    const tcsparse_GrB_path_t SPMM = TCSPARSE_GRB_PATH_SPMM, SDDMM = TCSPARSE_GRB_PATH_SDDMM;
+    for (size_t f = 0; f < sizeof data_files / sizeof *data_files; f++) {
+        char path[1024], err[256], label[300];
+        snprintf(path, sizeof path, "%s/%s", dir, data_files[f]);
+        tc_csr m;
+        if (tc_csr_load(path, &m, err, sizeof err) != 0) {
+            cr_log_warn("%s: %s (skipped)", path, err);
+            continue;
+        }
+        GrB_Matrix A = tg_from_csr(&m, GrB_FP32), A64 = tg_from_csr(&m, GrB_FP64);
+        const GrB_Index R = (GrB_Index)m.rows, K = (GrB_Index)m.cols;
+        for (int route = 0; route < 2; route++) {
+            if (route)
+                setenv("TCSPARSE_ROUTE", "tc", 1);
+            else
+                unsetenv("TCSPARSE_ROUTE");
+            const int ns[2] = {16, 64};
+            for (int q = 0; q < 2; q++) {
+                const GrB_Index N = (GrB_Index)ns[q];
+                GrB_Matrix B = full_of(GrB_FP32, K, N, 31 + q), Bt = full_of(GrB_FP32, N, K, 32);
+                GrB_Matrix B64 = full_of(GrB_FP64, K, N, 33), E, Cin;
+                cr_assert_eq(GrB_Matrix_new(&E, GrB_FP32, R, N), 0);
+                Cin = tg_sparse(GrB_FP32, R, N, 0.2, 34, TG_BYROW);
+                GrB_Matrix E64;
+                cr_assert_eq(GrB_Matrix_new(&E64, GrB_FP64, R, N), 0);
+#define CALL(what, ...)                                                                        \
+    do {                                                                                       \
+        snprintf(label, sizeof label, "%s N=%d route=%s %s", data_files[f], ns[q],             \
+                 route ? "tc" : "auto", what);                                                 \
+        failures += compare_call(label, __VA_ARGS__);                                          \
+        done++;                                                                                \
+    } while (0)
+                CALL("C=A*B", E, NULL, NULL, s32, A, B, NULL, SPMM, 1e-5);
+                CALL("C=A*Bt'", E, NULL, NULL, s32, A, Bt, GrB_DESC_T1, SPMM, 1e-5);
+                CALL("C+=A*B", Cin, NULL, GrB_PLUS_FP32, s32, A, B, NULL, SPMM, 1e-5);
+                CALL("C=A*B fp64", E64, NULL, NULL, s64, A64, B64, NULL, SPMM, 1e-12);
+                /* SDDMM on A's pattern: C<A> = X*Y' */
+                GrB_Matrix X = full_of(GrB_FP32, R, N, 35), Y = full_of(GrB_FP32, K, N, 36);
+                GrB_Matrix Cs, Cs0;
+                cr_assert_eq(GrB_Matrix_new(&Cs, GrB_FP32, R, K), 0);
+                Cs0 = tg_sparse(GrB_FP32, R, K, 0.001, 37, TG_BYROW);
+                CALL("C<A,struct>=X*Y'", Cs, A, NULL, s32, X, Y, GrB_DESC_ST1, SDDMM, 1e-5);
+                CALL("C<A>=X*Y' valued", Cs, A, NULL, s32, X, Y, GrB_DESC_T1, SDDMM, 1e-5);
+                CALL("C<A,struct,replace>+=X*Y'", Cs0, A, GrB_PLUS_FP32, s32, X, Y,
+                     GrB_DESC_RST1, SDDMM, 1e-5);
+                if (R == K)
+                    CALL("C<A,struct>=X*X'", Cs, A, NULL, s32, X, X, GrB_DESC_ST1, SDDMM, 1e-5);
+#undef CALL
+                GrB_Matrix_free(&X);
+                GrB_Matrix_free(&Y);
+                GrB_Matrix_free(&Cs);
+                GrB_Matrix_free(&Cs0);
+                GrB_Matrix_free(&B);
+                GrB_Matrix_free(&Bt);
+                GrB_Matrix_free(&B64);
+                GrB_Matrix_free(&E);
+                GrB_Matrix_free(&E64);
+                GrB_Matrix_free(&Cin);
+            }
+        }
+        GrB_Matrix_free(&A);
+        GrB_Matrix_free(&A64);
+        tc_csr_free(&m);
+    }
+    cr_log_info("%d calls, %d failures", done, failures);
+    cr_expect_eq(failures, 0);
+}
+
+/* Pinned operands must never be served stale: values rewritten in place, a new entry, a
+ * trusted pin refreshed by pinning again. */
+Test(grb_gpu, pins)
+{
+    TC_REQUIRE_GPU();
+    tc_csr g;
+    char err[200];
+    cr_assert_eq(tc_csr_load("rmat:12:8", &g, err, sizeof err), 0, "%s", err);
+    GrB_Matrix A = tg_from_csr(&g, GrB_FP32);
+    const GrB_Index R = (GrB_Index)g.rows, N = 32;
+    GrB_Matrix B = full_of(GrB_FP32, R, N, 41), E, Cs;
+    cr_assert_eq(GrB_Matrix_new(&E, GrB_FP32, R, N), 0);
+    cr_assert_eq(GrB_Matrix_new(&Cs, GrB_FP32, R, R), 0);
+    const GrB_Semiring s = GrB_PLUS_TIMES_SEMIRING_FP32;
+    const tcsparse_GrB_path_t SPMM = TCSPARSE_GRB_PATH_SPMM, SDDMM = TCSPARSE_GRB_PATH_SDDMM;
+    tcsparse_GrB_stats_t st;
+    int failures = 0;
+
+    cr_assert_eq(tcsparse_GrB_pin(A), GrB_SUCCESS);
+    cr_assert_eq(tcsparse_GrB_pin(B), GrB_SUCCESS);
+    tcsparse_GrB_reset_stats();
+    failures += compare_call("pinned", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+    failures += compare_call("pinned again", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_hits, 4);
+
+    /* values of A and B rewritten in place */
+    GrB_Index j = 0;
+    float x;
+    while (GrB_Matrix_extractElement_FP32(&x, A, 0, j) != GrB_SUCCESS)
+        j++;
+    cr_assert_eq(GrB_Matrix_setElement_FP32(A, x - 3.0f, 0, j), 0);
+    cr_assert_eq(GrB_Matrix_setElement_FP32(B, 5.0f, 1, 1), 0);
+    tcsparse_GrB_reset_stats();
+    failures += compare_call("values changed", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_value_refreshes, 2);
+
+    /* a new entry in A */
+    GrB_Index i = 0;
+    while (GrB_Matrix_extractElement_FP32(&x, A, i, 0) == GrB_SUCCESS)
+        i++;
+    cr_assert_eq(GrB_Matrix_setElement_FP32(A, 1.5f, i, 0), 0);
+    tcsparse_GrB_reset_stats();
+    failures += compare_call("structure changed", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_rebuilds, 1);
+
+    /* SDDMM with the pinned A as the mask and pinned B as both inputs */
+    failures += compare_call("sddmm pinned", Cs, A, NULL, s, B, B, GrB_DESC_ST1, SDDMM, 1e-5);
+
+    /* trusted pins: the caller pins again after a change */
+    cr_assert_eq(tcsparse_GrB_pin_ext(A, TCSPARSE_GRB_PIN_TRUST), GrB_SUCCESS);
+    failures += compare_call("trusted", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+    cr_assert_eq(GrB_Matrix_setElement_FP32(A, 7.0f, 0, j), 0);
+    cr_assert_eq(tcsparse_GrB_pin_ext(A, TCSPARSE_GRB_PIN_TRUST), GrB_SUCCESS);
+    failures += compare_call("trusted, pinned again", E, NULL, NULL, s, A, B, NULL, SPMM, 1e-5);
+
+    cr_expect_eq(failures, 0);
+    tcsparse_GrB_unpin(A);
+    tcsparse_GrB_unpin(B);
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&B);
+    GrB_Matrix_free(&E);
+    GrB_Matrix_free(&Cs);
+    tc_csr_free(&g);
+}
