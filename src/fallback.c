@@ -268,6 +268,18 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    if (buffer == NULL) {
+        /* cuSPARSE writes part of C before it notices a missing buffer: refuse first */
+        size_t need = 0;
+        if (tc_cusparse_real.spmm_buffer_size(c.h, (cusparseOperation_t)opA,
+                                              (cusparseOperation_t)opB, alpha, c.sp, c.d1, beta,
+                                              c.d2, ct, (cusparseSpMMAlg_t)alg,
+                                              &need) == CUSPARSE_STATUS_SUCCESS &&
+            need > 0)
+            return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                                "tcsparseSpMM: externalBuffer is NULL but the cuSPARSE path "
+                                "needs %zu bytes (_bufferSize)", need);
+    }
     return tc_error_cusparse(tc_cusparse_real.spmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                           alpha, c.sp, c.d1, beta, c.d2, ct,
                                           (cusparseSpMMAlg_t)alg, buffer),
@@ -320,6 +332,17 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    if (buffer == NULL) {
+        size_t need = 0;
+        if (tc_cusparse_real.sddmm_buffer_size(c.h, (cusparseOperation_t)opA,
+                                               (cusparseOperation_t)opB, alpha, c.d1, c.d2, beta,
+                                               c.sp, ct, (cusparseSDDMMAlg_t)alg,
+                                               &need) == CUSPARSE_STATUS_SUCCESS &&
+            need > 0)
+            return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                                "tcsparseSDDMM: externalBuffer is NULL but the cuSPARSE path "
+                                "needs %zu bytes (_bufferSize)", need);
+    }
     return tc_error_cusparse(tc_cusparse_real.sddmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                            alpha, c.d1, c.d2, beta, c.sp, ct,
                                            (cusparseSDDMMAlg_t)alg, buffer),

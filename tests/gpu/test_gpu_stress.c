@@ -160,6 +160,20 @@ static void *run_worker(void *arg)
         tcsparseCreateDnMat(&B[k], s->m.cols, NCOLS, NCOLS, s->dB, CUDA_R_32F, TCSPARSE_ORDER_ROW);
         tcsparseCreateDnMat(&C[k], s->m.rows, NCOLS, NCOLS, dC[k], CUDA_R_32F, TCSPARSE_ORDER_ROW);
     }
+    /* a buffer as large as cuSPARSE asks for on any of the matrices (the route may pick it) */
+    size_t need = 0;
+    void *buf = NULL;
+    for (int k = 0; k < MATS; k++) {
+        const float one = 1.0f, zero = 0.0f;
+        size_t nk = 0;
+        if (tcsparseSpMM_bufferSize(h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                                    TCSPARSE_OPERATION_NON_TRANSPOSE, &one, w->mats[k].A, B[k],
+                                    &zero, C[k], CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT,
+                                    &nk) == TCSPARSE_STATUS_SUCCESS && nk > need)
+            need = nk;
+    }
+    if (need > 0 && cudaMalloc(&buf, need) != cudaSuccess)
+        buf = NULL;
     static const tcsparseRoute_t routes[4] = {TCSPARSE_ROUTE_AUTO, TCSPARSE_ROUTE_TC_BASE,
                                               TCSPARSE_ROUTE_TC_BALANCED, TCSPARSE_ROUTE_CUSPARSE};
     const float one = 1.0f, zero = 0.0f;
@@ -172,7 +186,7 @@ static void *run_worker(void *arg)
             cudaMemsetAsync(dC[k], 0x7f, sizeof(float) * (size_t)(s->m.rows * NCOLS), stream);
             if (tcsparseSpMM(h, TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
                              &one, s->A, B[k], &zero, C[k], CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT,
-                             NULL) != TCSPARSE_STATUS_SUCCESS)
+                             buf) != TCSPARSE_STATUS_SUCCESS)
                 note(w, "SpMM failed: %s%s (matrix %d, round %d)", tcsparseGetLastErrorMessage(),
                      "", k, round);
             if (round % 2 == 1) {
@@ -210,6 +224,7 @@ static void *run_worker(void *arg)
         cudaFree(dC[k]);
         free(hC[k]);
     }
+    cudaFree(buf);
     tcsparseDestroy(h);
     cudaStreamDestroy(stream);
     return NULL;
