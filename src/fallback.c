@@ -4,8 +4,11 @@
  * tcsparse descriptor.  The mirrors are caches, which is why they are updated through const
  * descriptors.  Pointer changes made through the tcsparse setters reach a mirror through
  * cuSPARSE's own setters when the mirror is next used. */
+#include <string.h>
+
 #include "error.h"
 #include "fallback.h"
+#include "plan.h"
 
 tc_cusparse_entry_points tc_cusparse_real = {
     cusparseSpMM_bufferSize,  cusparseSpMM_preprocess,  cusparseSpMM,
@@ -215,6 +218,47 @@ static tcsparseSpMMAlg_t tc_spmm_alg(tcsparseSpMMAlg_t alg, tcsparseConstDnMatDe
     return alg;
 }
 
+/* What the last buffer check of this thread measured: the size cuSPARSE asked for, for
+ * one call shape.  The key holds the mirrors and every size and setting the answer depends
+ * on, so a reused address with other sizes does not match. */
+typedef struct {
+    const void *sp, *d1, *d2;
+    int op, opA, opB, alg, ct, batch;
+    int64_t r0, c0, n0, r1, c1, l1, r2, c2, l2;
+    size_t need;
+} tc_need_key;
+static _Thread_local tc_need_key tc_last_need;
+
+/* A buffer cuSPARSE would overrun (smaller than _bufferSize said, where the allocation's
+ * extent is known) or a NULL one it needs: refused before cuSPARSE runs (it writes part of C
+ * before it notices a missing buffer).  `size` asks cuSPARSE on a cache miss. */
+static tcsparseStatus_t tc_buffer_ok(const char *fn, const tc_need_key *k, const void *buffer,
+                                     cusparseStatus_t (*size)(void *ctx, size_t *need), void *ctx)
+{
+    size_t room = 0, need = 0;
+    if (buffer != NULL && !tc_device_room(buffer, &room))
+        return TCSPARSE_STATUS_SUCCESS; /* extent unknown (or the check is off) */
+    tc_need_key q = *k;
+    q.need = tc_last_need.need;
+    if (memcmp(&q, &tc_last_need, sizeof q) == 0) {
+        need = tc_last_need.need;
+    } else {
+        if (size(ctx, &need) != CUSPARSE_STATUS_SUCCESS)
+            return TCSPARSE_STATUS_SUCCESS; /* cuSPARSE will report it itself */
+        tc_last_need = *k;
+        tc_last_need.need = need;
+    }
+    if (buffer == NULL && need > 0)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "%s: externalBuffer is NULL but the cuSPARSE path needs %zu bytes "
+                            "(_bufferSize)", fn, need);
+    if (buffer != NULL && need > room)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "%s: externalBuffer has %zu bytes to the end of its allocation, "
+                            "but _bufferSize asks for %zu", fn, room, need);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 typedef struct {
     cusparseHandle_t h;
     cusparseSpMatDescr_t sp;
@@ -233,6 +277,38 @@ static tcsparseStatus_t tc_cusp_prepare(tcsparseHandle_t h, const struct tcspars
     if (st == TCSPARSE_STATUS_SUCCESS)
         st = tc_dnmat_cusparse(d2, &c->d2);
     return st;
+}
+
+/* Callbacks of tc_buffer_ok: cuSPARSE's _bufferSize for the call on the mirrors. */
+typedef struct {
+    const tc_cusp_call *c;
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    cudaDataType ct;
+    tcsparseSpMMAlg_t alg;
+} tc_spmm_size_ctx;
+static cusparseStatus_t tc_spmm_size_cb(void *ctx, size_t *need)
+{
+    const tc_spmm_size_ctx *x = ctx;
+    return tc_cusparse_real.spmm_buffer_size(x->c->h, (cusparseOperation_t)x->opA,
+                                             (cusparseOperation_t)x->opB, x->alpha, x->c->sp,
+                                             x->c->d1, x->beta, x->c->d2, x->ct,
+                                             (cusparseSpMMAlg_t)x->alg, need);
+}
+typedef struct {
+    const tc_cusp_call *c;
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    cudaDataType ct;
+    tcsparseSDDMMAlg_t alg;
+} tc_sddmm_size_ctx;
+static cusparseStatus_t tc_sddmm_size_cb(void *ctx, size_t *need)
+{
+    const tc_sddmm_size_ctx *x = ctx;
+    return tc_cusparse_real.sddmm_buffer_size(x->c->h, (cusparseOperation_t)x->opA,
+                                              (cusparseOperation_t)x->opB, x->alpha, x->c->d1,
+                                              x->c->d2, x->beta, x->c->sp, x->ct,
+                                              (cusparseSDDMMAlg_t)x->alg, need);
 }
 
 tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -283,17 +359,14 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     alg = tc_spmm_alg(alg, B, C);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    if (buffer == NULL) {
-        /* cuSPARSE writes part of C before it notices a missing buffer: refuse first */
-        size_t need = 0;
-        if (tc_cusparse_real.spmm_buffer_size(c.h, (cusparseOperation_t)opA,
-                                              (cusparseOperation_t)opB, alpha, c.sp, c.d1, beta,
-                                              c.d2, ct, (cusparseSpMMAlg_t)alg,
-                                              &need) == CUSPARSE_STATUS_SUCCESS &&
-            need > 0)
-            return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                                "tcsparseSpMM: externalBuffer is NULL but the cuSPARSE path "
-                                "needs %zu bytes (_bufferSize)", need);
+    {
+        tc_spmm_size_ctx sc = {&c, opA, opB, alpha, beta, ct, alg};
+        tc_need_key k = {c.sp, c.d1, c.d2, 0, (int)opA, (int)opB, (int)alg, (int)ct,
+                         A->batch_count, A->rows, A->cols, A->nnz, B->rows, B->cols, B->ld,
+                         C->rows, C->cols, C->ld, 0};
+        st = tc_buffer_ok("tcsparseSpMM", &k, buffer, tc_spmm_size_cb, &sc);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st;
     }
     return tc_error_cusparse(tc_cusparse_real.spmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                           alpha, c.sp, c.d1, beta, c.d2, ct,
@@ -347,16 +420,14 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    if (buffer == NULL) {
-        size_t need = 0;
-        if (tc_cusparse_real.sddmm_buffer_size(c.h, (cusparseOperation_t)opA,
-                                               (cusparseOperation_t)opB, alpha, c.d1, c.d2, beta,
-                                               c.sp, ct, (cusparseSDDMMAlg_t)alg,
-                                               &need) == CUSPARSE_STATUS_SUCCESS &&
-            need > 0)
-            return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                                "tcsparseSDDMM: externalBuffer is NULL but the cuSPARSE path "
-                                "needs %zu bytes (_bufferSize)", need);
+    {
+        tc_sddmm_size_ctx sc = {&c, opA, opB, alpha, beta, ct, alg};
+        tc_need_key k = {c.sp, c.d1, c.d2, 1, (int)opA, (int)opB, (int)alg, (int)ct,
+                         C->batch_count, C->rows, C->cols, C->nnz, A->rows, A->cols, A->ld,
+                         B->rows, B->cols, B->ld, 0};
+        st = tc_buffer_ok("tcsparseSDDMM", &k, buffer, tc_sddmm_size_cb, &sc);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st;
     }
     return tc_error_cusparse(tc_cusparse_real.sddmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                            alpha, c.d1, c.d2, beta, c.sp, ct,

@@ -187,11 +187,9 @@ tcsparseStatus_t tcsparseSDDMM(tcsparseHandle_t handle, tcsparseOperation_t opA,
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_spmat_lock(matC); /* shared descriptors: see plan.h */
-    st = tc_sddmm_buffer_check("tcsparseSDDMM", handle, opA, opB, alpha, matA, matB,
-                               beta, matC, computeType, alg, externalBuffer);
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_route_sddmm(handle, opA, opB, alpha, matA, matB, beta, matC, computeType, alg,
-                            externalBuffer);
+    /* the buffer is checked on the cuSPARSE path only (fallback.c) */
+    st = tc_route_sddmm(handle, opA, opB, alpha, matA, matB, beta, matC, computeType, alg,
+                        externalBuffer);
     tc_spmat_unlock(matC);
     return st;
 }

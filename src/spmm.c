@@ -225,11 +225,10 @@ tcsparseStatus_t tcsparseSpMM(tcsparseHandle_t handle, tcsparseOperation_t opA,
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_spmat_lock(matA); /* shared descriptors: see plan.h */
-    st = tc_spmm_buffer_check("tcsparseSpMM", handle, opA, opB, alpha, matA, matB,
-                              beta, matC, computeType, alg, externalBuffer);
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_route_spmm(handle, opA, opB, alpha, matA, matB, beta, matC, computeType, alg,
-                           externalBuffer);
+    /* the buffer is checked on the cuSPARSE path only (fallback.c): the tensor cores need
+     * none, and the check costs a _bufferSize query */
+    st = tc_route_spmm(handle, opA, opB, alpha, matA, matB, beta, matC, computeType, alg,
+                       externalBuffer);
     tc_spmat_unlock(matA);
     return st;
 }
