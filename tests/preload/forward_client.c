@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cusparse.h>
 
@@ -103,6 +105,19 @@ int main(void)
         st = cusparseDestroy(h);
         EXPECT(st == CUSPARSE_STATUS_SUCCESS, "cusparseDestroy: %d", (int)st);
     }
+
+    /* a forked child: the interposer passes everything through there (its log says so) */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cusparseStatus_t cs = cusparseSpMM(NULL, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                           CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, A, B, &beta,
+                                           C, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, NULL);
+        _exit(cs == CUSPARSE_STATUS_INVALID_VALUE ? 0 : 1);
+    }
+    int wst = 0;
+    EXPECT(pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
+           "forked child's cusparseSpMM(NULL handle)");
 
     st = cusparseDestroyDnMat(B);
     EXPECT(st == CUSPARSE_STATUS_SUCCESS, "cusparseDestroyDnMat: %d", (int)st);

@@ -41,6 +41,9 @@ for f in cusparseSpMM_bufferSize cusparseSpMM_preprocess cusparseSDDMM_bufferSiz
 done
 grep -q "^tcsparse-preload: cusparseSpMM -> cusparse (null handle)" pre.err ||
   err "no log line for cusparseSpMM with the reason"
+# the forked child's call (the only pass-through in a routing run)
+grep -q "^tcsparse-preload: cusparseSpMM -> cusparse (pass-through)" pre.err ||
+  err "a forked child's call was not passed through"
 
 # 3. pass-through
 LD_PRELOAD="$pre" TCSPARSE_LOG=1 TCSPARSE_ROUTE=cusparse "$client" > pt.out 2> pt.err ||
