@@ -311,6 +311,34 @@ static cusparseStatus_t tc_sddmm_size_cb(void *ctx, size_t *need)
                                               (cusparseSDDMMAlg_t)x->alg, need);
 }
 
+/* tc_buffer_ok for an SpMM or SDDMM call on the mirrors in c. */
+static tcsparseStatus_t tc_spmm_buffer_ok(const char *fn, const tc_cusp_call *c,
+                                          tcsparseOperation_t opA, tcsparseOperation_t opB,
+                                          const void *alpha, tcsparseConstSpMatDescr_t A,
+                                          tcsparseConstDnMatDescr_t B, const void *beta,
+                                          tcsparseConstDnMatDescr_t C, cudaDataType ct,
+                                          tcsparseSpMMAlg_t alg, const void *buffer)
+{
+    tc_spmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
+    tc_need_key k = {c->sp, c->d1, c->d2, 0, (int)opA, (int)opB, (int)alg, (int)ct,
+                     A->batch_count, A->rows, A->cols, A->nnz, B->rows, B->cols, B->ld,
+                     C->rows, C->cols, C->ld, 0};
+    return tc_buffer_ok(fn, &k, buffer, tc_spmm_size_cb, &sc);
+}
+static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c,
+                                           tcsparseOperation_t opA, tcsparseOperation_t opB,
+                                           const void *alpha, tcsparseConstDnMatDescr_t A,
+                                           tcsparseConstDnMatDescr_t B, const void *beta,
+                                           tcsparseConstSpMatDescr_t C, cudaDataType ct,
+                                           tcsparseSDDMMAlg_t alg, const void *buffer)
+{
+    tc_sddmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
+    tc_need_key k = {c->sp, c->d1, c->d2, 1, (int)opA, (int)opB, (int)alg, (int)ct,
+                     C->batch_count, C->rows, C->cols, C->nnz, A->rows, A->cols, A->ld,
+                     B->rows, B->cols, B->ld, 0};
+    return tc_buffer_ok(fn, &k, buffer, tc_sddmm_size_cb, &sc);
+}
+
 tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
                                               tcsparseOperation_t opB, const void *alpha,
                                               tcsparseConstSpMatDescr_t A,
@@ -341,6 +369,9 @@ tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperati
     alg = tc_spmm_alg(alg, B, C);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    st = tc_spmm_buffer_ok("tcsparseSpMM_preprocess", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     return tc_error_cusparse(tc_cusparse_real.spmm_preprocess(c.h, (cusparseOperation_t)opA,
                                                      (cusparseOperation_t)opB, alpha, c.sp, c.d1,
                                                      beta, c.d2, ct, (cusparseSpMMAlg_t)alg,
@@ -359,15 +390,9 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     alg = tc_spmm_alg(alg, B, C);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    {
-        tc_spmm_size_ctx sc = {&c, opA, opB, alpha, beta, ct, alg};
-        tc_need_key k = {c.sp, c.d1, c.d2, 0, (int)opA, (int)opB, (int)alg, (int)ct,
-                         A->batch_count, A->rows, A->cols, A->nnz, B->rows, B->cols, B->ld,
-                         C->rows, C->cols, C->ld, 0};
-        st = tc_buffer_ok("tcsparseSpMM", &k, buffer, tc_spmm_size_cb, &sc);
-        if (st != TCSPARSE_STATUS_SUCCESS)
-            return st;
-    }
+    st = tc_spmm_buffer_ok("tcsparseSpMM", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     return tc_error_cusparse(tc_cusparse_real.spmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                           alpha, c.sp, c.d1, beta, c.d2, ct,
                                           (cusparseSpMMAlg_t)alg, buffer),
@@ -403,6 +428,9 @@ tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperat
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    st = tc_sddmm_buffer_ok("tcsparseSDDMM_preprocess", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     return tc_error_cusparse(tc_cusparse_real.sddmm_preprocess(c.h, (cusparseOperation_t)opA,
                                                       (cusparseOperation_t)opB, alpha, c.d1, c.d2,
                                                       beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
@@ -420,15 +448,9 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    {
-        tc_sddmm_size_ctx sc = {&c, opA, opB, alpha, beta, ct, alg};
-        tc_need_key k = {c.sp, c.d1, c.d2, 1, (int)opA, (int)opB, (int)alg, (int)ct,
-                         C->batch_count, C->rows, C->cols, C->nnz, A->rows, A->cols, A->ld,
-                         B->rows, B->cols, B->ld, 0};
-        st = tc_buffer_ok("tcsparseSDDMM", &k, buffer, tc_sddmm_size_cb, &sc);
-        if (st != TCSPARSE_STATUS_SUCCESS)
-            return st;
-    }
+    st = tc_sddmm_buffer_ok("tcsparseSDDMM", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     return tc_error_cusparse(tc_cusparse_real.sddmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
                                            alpha, c.d1, c.d2, beta, c.sp, ct,
                                            (cusparseSDDMMAlg_t)alg, buffer),

@@ -137,33 +137,6 @@ static tcsparseStatus_t tc_spmm_check(const char *fn, tcsparseHandle_t h, tcspar
     return TCSPARSE_STATUS_SUCCESS;
 }
 
-/* A buffer smaller than _bufferSize said would be written past by cuSPARSE, which cannot
- * tell: refuse it when the device allocation's extent is known (plan.h, tc_device_room).  A
- * NULL buffer is cuSPARSE's to judge (it refuses one it needs); the tensor-core path needs
- * none.  The interposer's deferred calls hand the buffer to cuSPARSE themselves. */
-static tcsparseStatus_t tc_spmm_buffer_check(const char *fn, tcsparseHandle_t h,
-                                             tcsparseOperation_t opA, tcsparseOperation_t opB,
-                                             const void *alpha, tcsparseConstSpMatDescr_t A,
-                                             tcsparseConstDnMatDescr_t B, const void *beta,
-                                             tcsparseDnMatDescr_t C, cudaDataType ct,
-                                             tcsparseSpMMAlg_t alg, const void *buffer)
-{
-    size_t room, need = 0;
-    if (buffer == NULL || h->defer_cusparse || !tc_device_room(buffer, &room))
-        return TCSPARSE_STATUS_SUCCESS;
-    if (tc_route_spmm_buffer_size(h, opA, opB, alpha, A, B, beta, C, ct, alg, &need) !=
-        TCSPARSE_STATUS_SUCCESS) {
-        tc_error_clear(); /* the call itself reports what is wrong */
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    if (need > room)
-        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                            "%s: externalBuffer has %zu bytes to the end of its allocation, "
-                            "but _bufferSize asks for %zu",
-                            fn, room, need);
-    return TCSPARSE_STATUS_SUCCESS;
-}
-
 tcsparseStatus_t tcsparseSpMM_bufferSize(tcsparseHandle_t handle, tcsparseOperation_t opA,
                                          tcsparseOperation_t opB, const void *alpha,
                                          tcsparseConstSpMatDescr_t matA,
@@ -203,11 +176,9 @@ tcsparseStatus_t tcsparseSpMM_preprocess(tcsparseHandle_t handle, tcsparseOperat
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_spmat_lock(matA); /* shared descriptors: see plan.h */
-    st = tc_spmm_buffer_check("tcsparseSpMM_preprocess", handle, opA, opB, alpha, matA, matB,
-                              beta, matC, computeType, alg, externalBuffer);
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_route_spmm_preprocess(handle, opA, opB, alpha, matA, matB, beta, matC, computeType,
-                                      alg, externalBuffer);
+    /* a short buffer is refused on the cuSPARSE side (fallback.c) */
+    st = tc_route_spmm_preprocess(handle, opA, opB, alpha, matA, matB, beta, matC, computeType,
+                                  alg, externalBuffer);
     tc_spmat_unlock(matA);
     return st;
 }
