@@ -3,6 +3,7 @@
  * each answer against what cuSPARSE documents, so it passes alone and must pass unchanged
  * under LD_PRELOAD=libtcsparse_preload.so (tests/preload/test-preload-cpu.sh): the interposer
  * forwards what it does not handle and passes bad arguments on to cuSPARSE's own checks. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,42 @@ static int failures, checks;
             fputc('\n', stderr);                                   \
         }                                                          \
     } while (0)
+
+/* Threads creating, re-pointing and destroying their own descriptors and making intercepted
+ * calls at once: the interposer's caches take one lock, and nothing may deadlock, crash or
+ * answer differently from cuSPARSE. */
+#define TC_THREADS 8
+#define TC_ROUNDS 50
+static void *tc_thread(void *arg)
+{
+    int32_t *arrays = arg; /* host arrays stand in for device pointers */
+    float alpha = 1.0f, beta = 0.0f, dense[4];
+    long bad = 0;
+    for (int i = 0; i < TC_ROUNDS; i++) {
+        cusparseSpMatDescr_t A = NULL;
+        cusparseDnMatDescr_t B = NULL;
+        if (cusparseCreateCsr(&A, 2, 2, 2, arrays, arrays + 3, dense, CUSPARSE_INDEX_32I,
+                              CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                              CUDA_R_32F) != CUSPARSE_STATUS_SUCCESS ||
+            cusparseCreateDnMat(&B, 2, 2, 2, dense, CUDA_R_32F, CUSPARSE_ORDER_ROW) !=
+                CUSPARSE_STATUS_SUCCESS) {
+            bad++;
+            break;
+        }
+        size_t size = 0;
+        bad += cusparseSpMM_bufferSize(NULL, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, A, B, &beta, B,
+                                       CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
+                                       &size) != CUSPARSE_STATUS_INVALID_VALUE;
+        bad += cusparseSpMM(NULL, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                            CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, A, B, &beta, B, CUDA_R_32F,
+                            CUSPARSE_SPMM_ALG_DEFAULT, NULL) != CUSPARSE_STATUS_INVALID_VALUE;
+        bad += cusparseCsrSetPointers(A, arrays + 1, arrays + 3, dense) != CUSPARSE_STATUS_SUCCESS;
+        bad += cusparseDestroyDnMat(B) != CUSPARSE_STATUS_SUCCESS;
+        bad += cusparseDestroySpMat(A) != CUSPARSE_STATUS_SUCCESS;
+    }
+    return (void *)bad;
+}
 
 int main(void)
 {
@@ -104,6 +141,24 @@ int main(void)
     if (st == CUSPARSE_STATUS_SUCCESS) {
         st = cusparseDestroy(h);
         EXPECT(st == CUSPARSE_STATUS_SUCCESS, "cusparseDestroy: %d", (int)st);
+    }
+
+    {
+        static int32_t arrays[TC_THREADS][8];
+        pthread_t t[TC_THREADS];
+        int started = 0;
+        long bad = 0;
+        for (int i = 0; i < TC_THREADS; i++) {
+            arrays[i][0] = 0, arrays[i][1] = 1, arrays[i][2] = 2;
+            started += pthread_create(&t[started], NULL, tc_thread, arrays[i]) == 0;
+        }
+        for (int i = 0; i < started; i++) {
+            void *r = NULL;
+            pthread_join(t[i], &r);
+            bad += (long)r;
+        }
+        EXPECT(started == TC_THREADS && bad == 0,
+               "%d threads of %d started, %ld wrong answers", started, TC_THREADS, bad);
     }
 
     /* a forked child: the interposer passes everything through there (its log says so) */
