@@ -219,14 +219,31 @@ static tcsparseSpMMAlg_t tc_spmm_alg(tcsparseSpMMAlg_t alg, tcsparseConstDnMatDe
 }
 
 /* What the last buffer check of this thread measured: the size cuSPARSE asked for, for
- * one call shape.  The key holds the mirrors and every size and setting the answer depends
- * on, so a reused address with other sizes does not match. */
+ * one call shape.  The key holds the handle, the mirrors and every size, type and setting
+ * the answer depends on, so a reused address with other sizes or types does not match (on
+ * the H100 a mirror freed by one test and reallocated at the same address for a BF16 call
+ * of the same sizes once matched a key without types, and a valid buffer was refused). */
 typedef struct {
-    const void *sp, *d1, *d2;
+    const void *h, *sp, *d1, *d2;
     int op, opA, opB, alg, ct, batch;
     int64_t r0, c0, n0, r1, c1, l1, r2, c2, l2;
+    int fmt, vt, ot, it, base, t1, t2, o1, o2, b1, b2, pad_;
+    int64_t sb0, sb1, db1, db2;
     size_t need;
 } tc_need_key;
+
+/* The key's descriptor part: types, layouts and batch settings of the three operands. */
+static void tc_need_key_descr(tc_need_key *k, tcsparseConstSpMatDescr_t s,
+                              tcsparseConstDnMatDescr_t d1, tcsparseConstDnMatDescr_t d2)
+{
+    k->fmt = (int)s->format; k->vt = (int)s->value_type; k->ot = (int)s->offsets_type;
+    k->it = (int)s->indices_type; k->base = (int)s->base;
+    k->sb0 = s->offsets_batch_stride; k->sb1 = s->values_batch_stride;
+    k->t1 = (int)d1->value_type; k->o1 = (int)d1->order; k->b1 = d1->batch_count;
+    k->db1 = d1->batch_stride;
+    k->t2 = (int)d2->value_type; k->o2 = (int)d2->order; k->b2 = d2->batch_count;
+    k->db2 = d2->batch_stride;
+}
 static _Thread_local tc_need_key tc_last_need;
 
 /* A buffer cuSPARSE would overrun (smaller than _bufferSize said, where the allocation's
@@ -320,9 +337,13 @@ static tcsparseStatus_t tc_spmm_buffer_ok(const char *fn, const tc_cusp_call *c,
                                           tcsparseSpMMAlg_t alg, const void *buffer)
 {
     tc_spmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
-    tc_need_key k = {c->sp, c->d1, c->d2, 0, (int)opA, (int)opB, (int)alg, (int)ct,
-                     A->batch_count, A->rows, A->cols, A->nnz, B->rows, B->cols, B->ld,
-                     C->rows, C->cols, C->ld, 0};
+    tc_need_key k;
+    memset(&k, 0, sizeof k); /* padding too: the key is compared with memcmp */
+    k.h = c->h; k.sp = c->sp; k.d1 = c->d1; k.d2 = c->d2;
+    k.op = 0; k.opA = (int)opA; k.opB = (int)opB; k.alg = (int)alg; k.ct = (int)ct;
+    k.batch = A->batch_count; k.r0 = A->rows; k.c0 = A->cols; k.n0 = A->nnz;
+    k.r1 = B->rows; k.c1 = B->cols; k.l1 = B->ld; k.r2 = C->rows; k.c2 = C->cols; k.l2 = C->ld;
+    tc_need_key_descr(&k, A, B, C);
     return tc_buffer_ok(fn, &k, buffer, tc_spmm_size_cb, &sc);
 }
 static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c,
@@ -333,9 +354,13 @@ static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c
                                            tcsparseSDDMMAlg_t alg, const void *buffer)
 {
     tc_sddmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
-    tc_need_key k = {c->sp, c->d1, c->d2, 1, (int)opA, (int)opB, (int)alg, (int)ct,
-                     C->batch_count, C->rows, C->cols, C->nnz, A->rows, A->cols, A->ld,
-                     B->rows, B->cols, B->ld, 0};
+    tc_need_key k;
+    memset(&k, 0, sizeof k);
+    k.h = c->h; k.sp = c->sp; k.d1 = c->d1; k.d2 = c->d2;
+    k.op = 1; k.opA = (int)opA; k.opB = (int)opB; k.alg = (int)alg; k.ct = (int)ct;
+    k.batch = C->batch_count; k.r0 = C->rows; k.c0 = C->cols; k.n0 = C->nnz;
+    k.r1 = A->rows; k.c1 = A->cols; k.l1 = A->ld; k.r2 = B->rows; k.c2 = B->cols; k.l2 = B->ld;
+    tc_need_key_descr(&k, C, A, B);
     return tc_buffer_ok(fn, &k, buffer, tc_sddmm_size_cb, &sc);
 }
 

@@ -20,6 +20,15 @@ constexpr int kStage = TC_KSTAGE; // blocks staged in shared memory at a time
 constexpr int kGroup = 4;       // blocks whose B loads a warp issues together
 constexpr int kMaxCtaWarps = 4;
 
+#ifndef TC_MIN_BLOCKS
+#define TC_MIN_BLOCKS 0
+#endif
+// Thread blocks per SM the register allocation must allow (0: no hint): TC_MIN_BLOCKS for
+// the one-product TF32 kernel with J = 4; the others would spill.
+template <class P, int J> struct MinBlocks {
+    static constexpr int value = (J == 4 && !P::kSplit && !P::kHalf) ? TC_MIN_BLOCKS : 0;
+};
+
 static_assert(kStage % kGroup == 0 && (kStage & (kStage - 1)) == 0,
               "a stage is whole groups, and a power of two for the block search");
 
@@ -30,7 +39,7 @@ struct alignas(16) CtaSmem {
 };
 
 template <class P, class CT, int J, bool kBalanced>
-__global__ void __launch_bounds__(kMaxCtaWarps * 32)
+__global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
     spmm_cta_kernel(const SpmmParams p)
 {
     using T = typename P::T;
