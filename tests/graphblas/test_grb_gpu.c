@@ -120,7 +120,9 @@ Test(grb_gpu, data_matrices)
         snprintf(path, sizeof path, "%s/%s", dir, data_files[f]);
         tc_csr m;
         if (tc_csr_load(path, &m, err, sizeof err) != 0) {
-            cr_log_warn("%s: %s (skipped)", path, err);
+            /* info, not warn: Criterion exits 1 after any warning, so a data folder that
+             * lacks some of the files would fail a run whose tests all passed */
+            cr_log_info("%s: %s (skipped)", path, err);
             continue;
         }
         GrB_Matrix A = tg_from_csr(&m, GrB_FP32), A64 = tg_from_csr(&m, GrB_FP64);
