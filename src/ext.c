@@ -1,5 +1,6 @@
 #include "error.h"
 #include "internal.h"
+#include "route.h"
 
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode)
 {
@@ -68,6 +69,11 @@ tcsparseStatus_t tcsparseGetLastRoute(tcsparseHandle_t handle, tcsparseRouteInfo
                             "tcsparseGetLastRoute: handle is NULL or not a live tcsparse handle");
     if (info == NULL)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tcsparseGetLastRoute: info is NULL");
+    if (handle->pending_reason.kind != 0) { /* a model decision's text, made on demand */
+        tc_reason_format(&handle->pending_reason, handle->last_route.reason,
+                         sizeof handle->last_route.reason);
+        handle->pending_reason.kind = 0;
+    }
     *info = handle->last_route;
     return TCSPARSE_STATUS_SUCCESS;
 }

@@ -17,6 +17,16 @@
 
 struct tc_plan; /* plan.h */
 
+/* The selector's numbers behind a model decision: the reason text is formatted from them
+ * only when it is read (tcsparseGetLastRoute) or logged, not on every call (snprintf of
+ * seven numbers was a measurable part of the routed path's per-call host time). */
+typedef struct {
+    int kind;      /* 0: none (the reason text is final); 1: SpMM model; 2: SDDMM model */
+    int autoroute, balanced, occ_known, bps_base, bps_balanced, sm_count;
+    double us_tc, us_cusparse, ratio, threshold;
+} tc_reason_args;
+
+
 struct tcsparseContext {
     uint32_t magic;
     cudaStream_t stream;
@@ -29,6 +39,8 @@ struct tcsparseContext {
     int sm_count;         /* of that device, 0 before */
     int cc_major, cc_minor;
     tcsparseRouteInfo_t last_route;
+    /* last_route.reason still to be formatted from these (kind != 0): see route.h */
+    tc_reason_args pending_reason;
     /* Set by the cuSPARSE interposer on its private handles: where the route picks cuSPARSE,
      * the execute and preprocess calls return at once with `deferred` set instead of calling
      * cuSPARSE, so that the interposer calls the real cuSPARSE with the caller's own

@@ -29,18 +29,48 @@ tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
     return TCSPARSE_ROUTE_AUTO;
 }
 
+void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
+{
+    const int sddmm = ra->kind == 2;
+    if (sddmm)
+        snprintf(out, n,
+                 "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/chunked %.2f "
+                 "(%s %.2f), %d blocks/SM%s x %d SMs",
+                 ra->autoroute ? "auto" : "forced", ra->balanced ? "chunked" : "base", ra->us_tc,
+                 ra->us_cusparse, ra->ratio, ra->balanced ? ">" : "<=", ra->threshold,
+                 ra->bps_base, ra->occ_known ? "" : " (assumed)", ra->sm_count);
+    else
+        snprintf(out, n,
+                 "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/balanced %.2f "
+                 "(%s %.2f), %d/%d blocks/SM%s x %d SMs",
+                 ra->autoroute ? "auto" : "forced", ra->balanced ? "balanced" : "base",
+                 ra->us_tc, ra->us_cusparse, ra->ratio, ra->balanced ? ">" : "<=",
+                 ra->threshold, ra->bps_base, ra->bps_balanced,
+                 ra->occ_known ? "" : " (assumed)", ra->sm_count);
+}
+
 void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
 {
     tcsparseRouteInfo_t *r = &h->last_route;
     r->path = d->path;
     snprintf(r->kernel, sizeof r->kernel, "%s", d->kernel);
-    snprintf(r->reason, sizeof r->reason, "%s", d->reason);
-    tc_select_take(h, &r->predicted_tc_us, &r->predicted_cusparse_us);
     const char *log = getenv("TCSPARSE_LOG");
-    if (!h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0)
+    const int logging = !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
+    if (d->ra.kind != 0 && !logging) {
+        h->pending_reason = d->ra; /* formatted when read: tcsparseGetLastRoute */
+        r->reason[0] = '\0';
+    } else {
+        h->pending_reason.kind = 0;
+        if (d->ra.kind != 0)
+            tc_reason_format(&d->ra, r->reason, sizeof r->reason);
+        else
+            snprintf(r->reason, sizeof r->reason, "%s", d->reason);
+    }
+    tc_select_take(h, &r->predicted_tc_us, &r->predicted_cusparse_us);
+    if (logging)
         fprintf(stderr, "tcsparse: %s -> %s (%s)\n",
                 d->path == TCSPARSE_PATH_CUSPARSE ? "cusparse" : "tensor cores", d->kernel,
-                d->reason);
+                r->reason);
 }
 
 void tc_route_scalars(tcsparseHandle_t h, const void *alpha, const void *beta,
@@ -147,6 +177,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     cusparseHandle_t cusp;
     tcsparseRoute_t route = tc_route_effective(h);
     d->path = TCSPARSE_PATH_CUSPARSE;
+    d->ra.kind = 0;
     snprintf(d->kernel, sizeof d->kernel, "cusparseSpMM");
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -190,13 +221,10 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
     tc_select_note(h, r.us_tc, r.us_cusparse);
     d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
-    snprintf(d->reason, sizeof d->reason,
-             "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/balanced %.2f (%s %.2f), "
-             "%d/%d blocks/SM%s x %d SMs",
-             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", r.balanced ? "balanced" : "base",
-             r.us_tc, r.us_cusparse, r.balance_ratio, r.balanced ? ">" : "<=",
-             TC_SEL_BALANCE_THRESHOLD, r.bps_base, r.bps_balanced, occ_known ? "" : " (assumed)",
-             r.sm_count);
+    d->ra = (tc_reason_args){1, route == TCSPARSE_ROUTE_AUTO, r.balanced, occ_known,
+                             r.bps_base, r.bps_balanced, r.sm_count, r.us_tc, r.us_cusparse,
+                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD};
+    d->reason[0] = '\0';
     return TCSPARSE_STATUS_SUCCESS;
 }
 

@@ -11,7 +11,11 @@ typedef struct {
     tcsparsePath_t path;
     char kernel[64];
     char reason[160];
+    tc_reason_args ra;
 } tc_decision;
+
+/* The reason text of a model decision. */
+void tc_reason_format(const tc_reason_args *ra, char *out, size_t n);
 
 /* The handle's route, overridden by TCSPARSE_ROUTE when that is set. */
 tcsparseRoute_t tc_route_effective(tcsparseHandle_t h);

@@ -49,6 +49,7 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     cusparseHandle_t cusp;
     const tcsparseRoute_t route = tc_route_effective(h);
     d->path = TCSPARSE_PATH_CUSPARSE;
+    d->ra.kind = 0;
     snprintf(d->kernel, sizeof d->kernel, "cusparseSDDMM");
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -102,12 +103,10 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
     tc_select_note(h, r.us_tc, r.us_cusparse);
     d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
-    snprintf(d->reason, sizeof d->reason,
-             "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/chunked %.2f (%s %.2f), "
-             "%d blocks/SM%s x %d SMs",
-             route == TCSPARSE_ROUTE_AUTO ? "auto" : "forced", r.balanced ? "chunked" : "base",
-             r.us_tc, r.us_cusparse, r.balance_ratio, r.balanced ? ">" : "<=",
-             TC_SEL_BALANCE_THRESHOLD, r.bps_base, occ_known ? "" : " (assumed)", r.sm_count);
+    d->ra = (tc_reason_args){2, route == TCSPARSE_ROUTE_AUTO, r.balanced, occ_known,
+                             r.bps_base, r.bps_base, r.sm_count, r.us_tc, r.us_cusparse,
+                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD};
+    d->reason[0] = '\0';
     return TCSPARSE_STATUS_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include "../kernels.h"
+#include "../occupancy_cache.cuh"
 #include "sddmm_kernel.cuh"
 
 namespace {
@@ -110,7 +111,7 @@ extern "C" tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *bloc
     const int64_t nk = chunks_of_k(a);
     const int64_t tile_chunks = nk < kTileChunks ? nk : kTileChunks; // as make_params
     const size_t smem = (size_t)kWinRows * (size_t)(tile_chunks * kChunkBytes + kRowPad);
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fn, kThreads, smem);
+    cudaError_t e = cached_occupancy(blocks_per_sm, fn, kThreads, smem);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *blocks_per_sm = 0;

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include "../kernels.h"
+#include "../occupancy_cache.cuh"
 #include "spmm_kernel_cta.cuh"
 
 namespace {
@@ -111,8 +112,7 @@ extern "C" tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_
     const char *name;
     void *fn = pick_kernel(a, a->chunks != nullptr, &name);
     *warps_per_block = cta_warps(a);
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fn,
-                                                                  *warps_per_block * 32, 0);
+    cudaError_t e = cached_occupancy(blocks_per_sm, fn, *warps_per_block * 32, 0);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return TCSPARSE_STATUS_ARCH_MISMATCH;
