@@ -36,8 +36,12 @@ SPMM_FILES = ['large-h100.csv', 'small-h100.csv', 'large-f16-h100.csv',
               'large-measure-h100.csv', 'small-measure-h100.csv',
               'large-atomics-h100.csv', 'small-atomics-h100.csv',
               'sel-large-h100.csv', 'sel-large-rest-h100.csv', 'sel-large-f16-h100.csv',
-              'sel-small-h100.csv', 'sel-small-f16-h100.csv']
-SPMM_CURRENT_BALANCED = {'large-atomics-h100.csv', 'small-atomics-h100.csv',
+              'sel-small-h100.csv', 'sel-small-f16-h100.csv',
+              'sel2-large-h100.csv', 'sel2-small-h100.csv', 'sel2-small-f16-h100.csv',
+              'sel3-small-h100.csv']
+SPMM_CURRENT_BALANCED = {'sel2-large-h100.csv', 'sel2-small-h100.csv',
+                         'sel2-small-f16-h100.csv', 'sel3-small-h100.csv',
+                         'large-atomics-h100.csv', 'small-atomics-h100.csv',
                          'sel-large-h100.csv', 'sel-large-rest-h100.csv',
                          'sel-large-f16-h100.csv', 'sel-small-h100.csv', 'sel-small-f16-h100.csv'}
 SDDMM_FILES = ['sddmm-large-h100.csv', 'sddmm-small-h100.csv', 'sddmm-small-rule-h100.csv']
