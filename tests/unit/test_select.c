@@ -1,9 +1,15 @@
 /* The selector on the CPU: the schedule simulation against hand-computed makespans, the
  * window profile rebuilt from statistics, and the model's decisions on fixed statistics
- * (real matrices' ME-TCF statistics from bench/stats.csv, H100 parameters). */
+ * (real matrices' ME-TCF statistics from bench/stats.csv, H100 parameters); and the route's
+ * reason text, formatted from the selector's numbers only when it is read or logged. */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "route.h"
 #include "select.h"
 
 /* ---- greedy list schedule ------------------------------------------------------------ */
@@ -254,4 +260,90 @@ Test(select_note, predictions_reach_only_their_handle)
     cr_assert_float_eq(cu, 20.0, 1e-12);
     tc_select_take(&h1, &tc, &cu); /* taken once */
     cr_assert(tc < 0 && cu < 0);
+}
+
+/* ---- the route's reason text: made from the selector's numbers when it is read ---------- */
+
+static tc_reason_args sample_reason(int kind)
+{
+    tc_reason_args ra = {kind, 1, 0, 1, 8, 7, 132, 12.5, 20.25, 1.04, 1.10};
+    return ra;
+}
+
+Test(route_reason, spmm_and_sddmm_texts)
+{
+    char buf[200];
+    tc_reason_args ra = sample_reason(1);
+    tc_reason_format(&ra, buf, sizeof buf);
+    cr_expect_str_eq(buf, "auto; model: TC base 12.5 us, cuSPARSE 20.2 us; schedule base/balanced "
+                          "1.04 (<= 1.10), 8/7 blocks/SM x 132 SMs");
+    ra = sample_reason(2);
+    ra.balanced = 1;
+    ra.autoroute = 0;
+    ra.occ_known = 0;
+    ra.ratio = 1.5;
+    tc_reason_format(&ra, buf, sizeof buf);
+    cr_expect_str_eq(buf, "forced; model: TC chunked 12.5 us, cuSPARSE 20.2 us; schedule "
+                          "base/chunked 1.50 (> 1.10), 8 blocks/SM (assumed) x 132 SMs");
+    /* a short buffer gets a truncated, terminated text */
+    char small[16];
+    tc_reason_format(&ra, small, sizeof small);
+    cr_expect_eq(strlen(small), sizeof small - 1);
+}
+
+Test(route_reason, formatted_when_read_and_replaced_by_the_next_decision)
+{
+    unsetenv("TCSPARSE_LOG");
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    tc_decision d;
+    memset(&d, 0, sizeof d);
+    d.path = TCSPARSE_PATH_TC_BASE;
+    snprintf(d.kernel, sizeof d.kernel, "tc_spmm_tf32_j4_base");
+    d.ra = sample_reason(1);
+    tc_route_record(h, &d);
+    tcsparseRouteInfo_t info;
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    char want[200];
+    tc_reason_format(&d.ra, want, sizeof want);
+    cr_expect_str_eq(info.reason, want);
+    cr_expect_str_eq(info.kernel, "tc_spmm_tf32_j4_base");
+    cr_expect_eq(info.path, TCSPARSE_PATH_TC_BASE);
+    /* read twice: the same text */
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    cr_expect_str_eq(info.reason, want);
+    /* a later decision with a final text replaces the pending one */
+    d.ra = sample_reason(1);
+    tc_route_record(h, &d);
+    memset(&d, 0, sizeof d);
+    d.path = TCSPARSE_PATH_CUSPARSE;
+    snprintf(d.kernel, sizeof d.kernel, "cusparseSpMM");
+    snprintf(d.reason, sizeof d.reason, "route forced to cuSPARSE");
+    tc_route_record(h, &d);
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    cr_expect_str_eq(info.reason, "route forced to cuSPARSE");
+    cr_expect_eq(info.path, TCSPARSE_PATH_CUSPARSE);
+    tcsparseDestroy(h);
+}
+
+Test(route_reason, logged_decisions_are_formatted_at_once, .init = cr_redirect_stderr)
+{
+    setenv("TCSPARSE_LOG", "1", 1);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    tc_decision d;
+    memset(&d, 0, sizeof d);
+    d.path = TCSPARSE_PATH_CUSPARSE;
+    snprintf(d.kernel, sizeof d.kernel, "cusparseSpMM");
+    d.ra = sample_reason(1);
+    tc_route_record(h, &d);
+    unsetenv("TCSPARSE_LOG");
+    fflush(stderr);
+    cr_expect_stderr_eq_str("tcsparse: cusparse -> cusparseSpMM (auto; model: TC base 12.5 us, "
+                            "cuSPARSE 20.2 us; schedule base/balanced 1.04 (<= 1.10), 8/7 "
+                            "blocks/SM x 132 SMs)\n");
+    tcsparseRouteInfo_t info;
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    cr_expect(strstr(info.reason, "model: TC base 12.5 us") != NULL, "%s", info.reason);
+    tcsparseDestroy(h);
 }
