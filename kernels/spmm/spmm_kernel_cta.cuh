@@ -20,6 +20,9 @@ constexpr int kStage = TC_KSTAGE; // blocks staged in shared memory at a time
 constexpr int kGroup = 4;       // blocks whose B loads a warp issues together
 constexpr int kMaxCtaWarps = 4;
 
+#ifndef TC_PREFETCH_META
+#define TC_PREFETCH_META 0 // experiment, off: see docs/performance.md, "Kernel tuning knobs"
+#endif
 #ifndef TC_MIN_BLOCKS
 #define TC_MIN_BLOCKS 0
 #endif
@@ -77,15 +80,52 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
             total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
     }
 
+#if TC_PREFETCH_META
+    // The next stage's block columns and offsets, loaded into registers while this stage's
+    // products run, so a stage starts with one dependent global load (value index, value)
+    // fewer.  Sized for the smallest thread block (one warp).
+    constexpr int kColPer = (kStage * kBlkCols + 31) / 32, kOffPer = (kStage + 1 + 31) / 32;
+    int32_t pcol[kColPer], poff[kOffPer];
+    auto fetch_meta = [&](int32_t bs) {
+        const int n = b_end - bs < kStage ? b_end - bs : kStage;
+#pragma unroll
+        for (int c = 0; c < kColPer; ++c) {
+            const int i = tid + c * nthreads;
+            pcol[c] = i < n * kBlkCols ? __ldg(&p.blk_col[(int64_t)bs * kBlkCols + i]) : 0;
+        }
+#pragma unroll
+        for (int c = 0; c < kOffPer; ++c) {
+            const int i = tid + c * nthreads;
+            poff[c] = i <= n ? __ldg(&p.blk_off[bs + i]) : 0;
+        }
+    };
+    if (b < b_end)
+        fetch_meta(b);
+#endif
     for (; b < b_end; b += kStage) {
         const int nb = b_end - b < kStage ? b_end - b : kStage;
         __syncthreads(); // the previous stage's tiles have been read
         for (int i = tid; i < nb * kWinRows * kBlkCols / 4; i += nthreads)
             reinterpret_cast<float4 *>(&sm.a[0][0])[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+#if TC_PREFETCH_META
+#pragma unroll
+        for (int c = 0; c < kColPer; ++c) {
+            const int i = tid + c * nthreads;
+            if (i < nb * kBlkCols)
+                sm.col[0][i] = pcol[c];
+        }
+#pragma unroll
+        for (int c = 0; c < kOffPer; ++c) {
+            const int i = tid + c * nthreads;
+            if (i <= nb)
+                sm.off[i] = poff[c];
+        }
+#else
         for (int i = tid; i < nb * kBlkCols; i += nthreads)
             sm.col[0][i] = __ldg(&p.blk_col[(int64_t)b * kBlkCols + i]);
         for (int i = tid; i <= nb; i += nthreads)
             sm.off[i] = __ldg(&p.blk_off[b + i]);
+#endif
         __syncthreads();
         const int32_t e0 = sm.off[0], e1 = sm.off[nb];
         for (int32_t e = e0 + tid; e < e1; e += nthreads) {
@@ -97,6 +137,10 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
             const T v = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
             sm.a[k][__ldg(&p.blk_pos[e])] = to_f(v);
         }
+#if TC_PREFETCH_META
+        if (b + kStage < b_end)
+            fetch_meta(b + kStage); // lands while this stage's products run
+#endif
         __syncthreads();
 
 #pragma unroll
