@@ -85,7 +85,9 @@ tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
  *  same kind (N, types, math mode) take the fastest. */
 tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
 tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
-/** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle. */
+/** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle.  The
+ *  reason text of a model decision is written when it is first read, so this call, like every
+ *  call on a handle, belongs to the one thread using the handle at a time. */
 tcsparseStatus_t tcsparseGetLastRoute(tcsparseHandle_t handle, tcsparseRouteInfo_t *info);
 /** ME-TCF statistics of a sparse matrix, building its plan on the GPU when needed. */
 tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,

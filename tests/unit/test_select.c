@@ -266,7 +266,7 @@ Test(select_note, predictions_reach_only_their_handle)
 
 static tc_reason_args sample_reason(int kind)
 {
-    tc_reason_args ra = {kind, 1, 0, 1, 8, 7, 132, 12.5, 20.25, 1.04, 1.10};
+    tc_reason_args ra = {kind, 1, 0, 1, 8, 7, 132, 12.5, 20.31, 1.04, 1.10};
     return ra;
 }
 
@@ -275,7 +275,7 @@ Test(route_reason, spmm_and_sddmm_texts)
     char buf[200];
     tc_reason_args ra = sample_reason(1);
     tc_reason_format(&ra, buf, sizeof buf);
-    cr_expect_str_eq(buf, "auto; model: TC base 12.5 us, cuSPARSE 20.2 us; schedule base/balanced "
+    cr_expect_str_eq(buf, "auto; model: TC base 12.5 us, cuSPARSE 20.3 us; schedule base/balanced "
                           "1.04 (<= 1.10), 8/7 blocks/SM x 132 SMs");
     ra = sample_reason(2);
     ra.balanced = 1;
@@ -283,7 +283,7 @@ Test(route_reason, spmm_and_sddmm_texts)
     ra.occ_known = 0;
     ra.ratio = 1.5;
     tc_reason_format(&ra, buf, sizeof buf);
-    cr_expect_str_eq(buf, "forced; model: TC chunked 12.5 us, cuSPARSE 20.2 us; schedule "
+    cr_expect_str_eq(buf, "forced; model: TC chunked 12.5 us, cuSPARSE 20.3 us; schedule "
                           "base/chunked 1.50 (> 1.10), 8 blocks/SM (assumed) x 132 SMs");
     /* a short buffer gets a truncated, terminated text */
     char small[16];
@@ -312,7 +312,13 @@ Test(route_reason, formatted_when_read_and_replaced_by_the_next_decision)
     /* read twice: the same text */
     cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
     cr_expect_str_eq(info.reason, want);
-    /* a later decision with a final text replaces the pending one */
+    /* a later model decision's numbers replace the earlier pending ones */
+    d.ra = sample_reason(1);
+    d.ra.us_tc = 30.0;
+    tc_route_record(h, &d);
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    cr_expect(strstr(info.reason, "TC base 30.0 us") != NULL, "%s", info.reason);
+    /* and a later decision with a final text replaces a pending one */
     d.ra = sample_reason(1);
     tc_route_record(h, &d);
     memset(&d, 0, sizeof d);
@@ -340,7 +346,7 @@ Test(route_reason, logged_decisions_are_formatted_at_once, .init = cr_redirect_s
     unsetenv("TCSPARSE_LOG");
     fflush(stderr);
     cr_expect_stderr_eq_str("tcsparse: cusparse -> cusparseSpMM (auto; model: TC base 12.5 us, "
-                            "cuSPARSE 20.2 us; schedule base/balanced 1.04 (<= 1.10), 8/7 "
+                            "cuSPARSE 20.3 us; schedule base/balanced 1.04 (<= 1.10), 8/7 "
                             "blocks/SM x 132 SMs)\n");
     tcsparseRouteInfo_t info;
     cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
