@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Measured regret of the automatic route, from tcsparse-bench CSV files.
+
+usage: regret.py [--min-nnz K] [--worst W] FILE.csv [FILE.csv ...]
+
+For every (input, N, precision) with at least K nonzeros (default 10000), the regret is the
+routed time divided by the best of the forced tensor-core kernels (base, balanced) and
+cuSPARSE ALG_DEFAULT, all timed in the same run.  Prints the share of cases within 1.05 and
+1.15, the worst case, the W worst cases (default 10), and the median host overhead of the
+routed call over the path it took (routed time minus that path's own time)."""
+import csv, statistics, sys
+
+
+def main(argv):
+    min_nnz, worst, files = 10000, 10, []
+    i = 0
+    while i < len(argv):
+        if argv[i] == '--min-nnz':
+            min_nnz, i = int(argv[i + 1]), i + 2
+        elif argv[i] == '--worst':
+            worst, i = int(argv[i + 1]), i + 2
+        elif argv[i].startswith('-'):
+            sys.exit(__doc__)
+        else:
+            files.append(argv[i])
+            i += 1
+    if not files:
+        sys.exit(__doc__)
+    runs, nnz = {}, {}
+    for f in files:
+        with open(f) as fh:
+            for r in csv.DictReader(fh):
+                key = (r['input'].split('/')[-1], int(r['N']), r['prec'])
+                runs.setdefault(key, {})[r['variant']] = (float(r['ms']), r['route'])
+                nnz[key] = int(r['nnz'])
+    cases, overhead = [], {'cuSPARSE': [], 'TC base': [], 'TC balanced': []}
+    for key, v in sorted(runs.items()):
+        need = ('routed', 'tc-base', 'tc-balanced', 'cusparse-default')
+        if nnz[key] < min_nnz or any(n not in v for n in need):
+            continue
+        routed, route = v['routed']
+        best = min(v['tc-base'][0], v['tc-balanced'][0], v['cusparse-default'][0])
+        cases.append((routed / best, key, route))
+        if route.startswith('cusparse'):
+            overhead['cuSPARSE'].append(routed - v['cusparse-default'][0])
+        elif route.endswith('_balanced'):
+            overhead['TC balanced'].append(routed - v['tc-balanced'][0])
+        else:
+            overhead['TC base'].append(routed - v['tc-base'][0])
+    if not cases:
+        sys.exit('regret.py: no complete case in the files')
+    n = len(cases)
+    a = sum(1 for c in cases if c[0] <= 1.05)
+    b = sum(1 for c in cases if c[0] <= 1.15)
+    print('%d cases: %d (%.1f%%) within 1.05, %d (%.1f%%) within 1.15, worst %.2f'
+          % (n, a, 100.0 * a / n, b, 100.0 * b / n, max(cases)[0]))
+    for path, d in overhead.items():
+        if d:
+            print('  routed - direct, route %s: median %.2f us over %d cases'
+                  % (path, 1000.0 * statistics.median(d), len(d)))
+    for r, key, route in sorted(cases, reverse=True)[:worst]:
+        print('  %.2f  %s N=%d %s -> %s' % (r, key[0], key[1], key[2], route))
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
