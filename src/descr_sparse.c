@@ -506,7 +506,9 @@ tcsparseStatus_t tcsparseSpMatSetValues(tcsparseSpMatDescr_t spMatDescr, void *v
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetValues: values is not aligned to %s",
                             tc_dtype_name(spMatDescr->value_type));
+    tc_spmat_lock(spMatDescr); /* calls on other threads read values under the lock */
     spMatDescr->values = values;
+    tc_spmat_unlock(spMatDescr);
     return TCSPARSE_STATUS_SUCCESS;
 }
 

@@ -310,7 +310,7 @@ static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, const int32_t *w32,
         nch += c;
         nsplit += c > 1;
     }
-    ch = malloc(sizeof *ch * (size_t)nch);
+    ch = malloc(sizeof *ch * (size_t)(nch > 0 ? nch : 1)); /* no malloc(0): it may be NULL */
     split = malloc(sizeof *split * (size_t)(nsplit > 0 ? nsplit : 1));
     if (ch == NULL || split == NULL) {
         st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
@@ -420,6 +420,13 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
                              struct tc_plan **out)
 {
     struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)d; /* the plan is a cache */
+    /* Creation accepts NULL arrays (set later, as with cuSPARSE); the conversion would read
+     * through them on the device, and a fault there ends the CUDA context for the process. */
+    if (d->nnz > 0 && (d->offsets == NULL || d->indices == NULL))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tensor-core plan: the sparse matrix has %lld nonzeros but its %s "
+                            "array is NULL", (long long)d->nnz,
+                            d->offsets == NULL ? "offsets (or row index)" : "index");
     cusparseHandle_t cusp;
     tcsparseStatus_t st = tc_handle_cusparse(h, &cusp);
     if (st != TCSPARSE_STATUS_SUCCESS)

@@ -520,3 +520,36 @@ Test(plan_cache, no_plans_without_gpu)
     EXPECT_OK(tcsparseDestroySpMat(A));
     EXPECT_OK(tcsparseDestroy(h));
 }
+
+/* Arrays left NULL at creation (to be set later, as cuSPARSE allows) must be refused before
+ * anything reads them on the device: a device fault there would end the process's CUDA
+ * context.  Checked without a GPU too: the refusal comes before any device work. */
+Test(misuse, plan_of_a_matrix_with_null_arrays)
+{
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    tcsparseSpMatDescr_t a = NULL, b = NULL, c = NULL;
+    cr_assert_eq(tcsparseCreateCsr(&a, 3, 4, 4, NULL, NULL, NULL, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateCsr(&b, 3, 4, 4, off32, NULL, vals, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateCoo(&c, 3, 4, 4, NULL, ind32, vals, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    tcsparseMetcfStats_t stats;
+    EXPECT_FAIL(tcsparseSpMatGetMetcfStats(h, a, &stats), BAD);
+    cr_expect(strstr(msg(), "NULL") != NULL, "%s", msg());
+    EXPECT_FAIL(tcsparseSpMatGetMetcfStats(h, b, &stats), BAD);
+    cr_expect(strstr(msg(), "index array is NULL") != NULL, "%s", msg());
+    EXPECT_FAIL(tcsparseSpMatGetMetcfStats(h, c, &stats), BAD);
+    /* an empty matrix has nothing to read: NULL arrays are fine there (no GPU: no plan) */
+    tcsparseSpMatDescr_t e = NULL;
+    cr_assert_eq(tcsparseCreateCsr(&e, 3, 4, 0, NULL, NULL, NULL, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    tcsparseStatus_t st = tcsparseSpMatGetMetcfStats(h, e, &stats);
+    cr_expect_neq(st, BAD, "empty matrix refused: %s", msg());
+    tcsparseDestroySpMat(a);
+    tcsparseDestroySpMat(b);
+    tcsparseDestroySpMat(c);
+    tcsparseDestroySpMat(e);
+    tcsparseDestroy(h);
+}
