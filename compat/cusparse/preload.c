@@ -91,18 +91,24 @@ static void tc_init(void)
     tc_pid = getpid();
 #define TC_FIND(field, name) \
     (tc_real.field = (__typeof__(tc_real.field))tc_find(name)) != NULL
-    tc_ready = TC_FIND(spmm_buffer_size, "cusparseSpMM_bufferSize") &&
-               TC_FIND(spmm_preprocess, "cusparseSpMM_preprocess") && TC_FIND(spmm, "cusparseSpMM") &&
-               TC_FIND(sddmm_buffer_size, "cusparseSDDMM_bufferSize") &&
-               TC_FIND(sddmm_preprocess, "cusparseSDDMM_preprocess") &&
-               TC_FIND(sddmm, "cusparseSDDMM") && TC_FIND(destroy_spmat, "cusparseDestroySpMat") &&
-               TC_FIND(csr_set_pointers, "cusparseCsrSetPointers") &&
-               TC_FIND(csc_set_pointers, "cusparseCscSetPointers") &&
-               TC_FIND(coo_set_pointers, "cusparseCooSetPointers") &&
-               TC_FIND(spmat_set_values, "cusparseSpMatSetValues") &&
-               TC_FIND(csr_set_strided_batch, "cusparseCsrSetStridedBatch") &&
-               TC_FIND(coo_set_strided_batch, "cusparseCooSetStridedBatch") &&
-               TC_FIND(destroy, "cusparseDestroy");
+    /* each name on its own: a function missing from an older cuSPARSE must not leave the
+     * others unresolved (they are still forwarded); routing needs all of them */
+    int found = 1;
+    found &= TC_FIND(spmm_buffer_size, "cusparseSpMM_bufferSize");
+    found &= TC_FIND(spmm_preprocess, "cusparseSpMM_preprocess");
+    found &= TC_FIND(spmm, "cusparseSpMM");
+    found &= TC_FIND(sddmm_buffer_size, "cusparseSDDMM_bufferSize");
+    found &= TC_FIND(sddmm_preprocess, "cusparseSDDMM_preprocess");
+    found &= TC_FIND(sddmm, "cusparseSDDMM");
+    found &= TC_FIND(destroy_spmat, "cusparseDestroySpMat");
+    found &= TC_FIND(csr_set_pointers, "cusparseCsrSetPointers");
+    found &= TC_FIND(csc_set_pointers, "cusparseCscSetPointers");
+    found &= TC_FIND(coo_set_pointers, "cusparseCooSetPointers");
+    found &= TC_FIND(spmat_set_values, "cusparseSpMatSetValues");
+    found &= TC_FIND(csr_set_strided_batch, "cusparseCsrSetStridedBatch");
+    found &= TC_FIND(coo_set_strided_batch, "cusparseCooSetStridedBatch");
+    found &= TC_FIND(destroy, "cusparseDestroy");
+    tc_ready = found;
 #undef TC_FIND
     if (tc_ready) {
         /* tcsparse's own fallback must reach the real cuSPARSE, never this file */
@@ -134,8 +140,9 @@ static void tc_init(void)
     e = getenv("TCSPARSE_PRELOAD_TRUST_POINTERS");
     tc_trust = e != NULL && strcmp(e, "1") == 0;
     if (!tc_ready)
-        fprintf(stderr, "tcsparse-preload: the real cuSPARSE functions were not found; "
-                        "every call fails with CUSPARSE_STATUS_NOT_INITIALIZED\n");
+        fprintf(stderr, "tcsparse-preload: some real cuSPARSE functions were not found: the "
+                        "others are forwarded, no call is routed, and a missing one fails "
+                        "with CUSPARSE_STATUS_NOT_INITIALIZED\n");
     else if (tc_log)
         fprintf(stderr, "tcsparse-preload: loaded (%s)\n",
                 tc_passthrough ? "TCSPARSE_ROUTE=cusparse: pass-through" : "routing");
@@ -154,10 +161,13 @@ static int tc_route_on(void)
     return tc_ready && tc_depth == 0 && !tc_passthrough && getpid() == tc_pid;
 }
 
+/* Whether this call may touch the shim's tables: not a nested call, and not a forked child
+ * (which only forwards: the tables and tc_lock are the parent's copies, and the lock may
+ * have been held by another thread at the fork). */
 static int tc_top(void)
 {
     pthread_once(&tc_once, tc_init);
-    return tc_depth == 0;
+    return tc_depth == 0 && getpid() == tc_pid;
 }
 
 static void tc_logf(const char *fmt, ...)
@@ -225,13 +235,38 @@ static unsigned tc_bucket(const void *p)
     return (unsigned)(x % TC_BUCKETS);
 }
 
+/* Whether this thread's last routed call ran on a capturing stream.  Freeing a plan
+ * synchronises the device, which would invalidate the capture: while it is set, entries with
+ * a plan are parked on tc_pending (lock held) and freed by the next call outside a capture.
+ * Descriptor destruction has no stream to ask, so it goes by the thread's last call (the
+ * create, multiply, destroy sequence of a descriptor-per-call program inside a capture). */
+static __thread int tc_capture_seen;
+static tc_shim_spmat *tc_pending;
+
 static void tc_spmat_free(tc_shim_spmat *e)
 {
     if (e == NULL)
         return;
+    if (e->shadow != NULL &&
+        (tc_capture_seen && ((const struct tcsparseSpMatDescr *)e->shadow)->plan != NULL)) {
+        e->key = NULL;
+        e->next = tc_pending;
+        tc_pending = e;
+        return;
+    }
     if (e->shadow != NULL)
         tcsparseDestroySpMat(e->shadow);
     free(e);
+}
+
+/* Frees what was parked during captures (lock held, not capturing). */
+static void tc_pending_drain(void)
+{
+    while (tc_pending != NULL) {
+        tc_shim_spmat *e = tc_pending;
+        tc_pending = e->next;
+        tc_spmat_free(e);
+    }
 }
 
 static tc_shim_spmat *tc_spmat_unlink(const void *key)
@@ -440,7 +475,10 @@ static int tc_verify(tc_shim_spmat *e, cudaStream_t stream)
     if (!e->unverified)
         return 1;
     uint64_t fp;
-    if (!tc_capturing(stream) && tc_fingerprint(&e->sig, stream, &fp) == 0 && fp == e->fp) {
+    if (tc_capturing(stream))
+        return 0; /* cannot check inside a capture, nor drop (a free would sync): the caller
+                     sends the call to cuSPARSE and the plan stays unverified */
+    if (tc_fingerprint(&e->sig, stream, &fp) == 0 && fp == e->fp) {
         e->unverified = 0;
         tc_logf("kept plan adopted by a new descriptor (fingerprint matches)");
         return 1;
@@ -617,6 +655,9 @@ static tcsparseStatus_t tc_call_tcsparse(tcsparseHandle_t h, const tc_call *c, t
 /* Runs the call through tcsparse on shadow descriptors.  Returns 1 when tcsparse did the whole
  * work (TC path executed, or a size computed); 0 when the real cuSPARSE must be called, with
  * `route` and `why` describing the decision. */
+/* Set by tc_try when a tensor-core execution failed after it may have launched work. */
+static __thread int tc_exec_failed;
+
 static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn)
 {
     int done = 0;
@@ -628,6 +669,11 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     tcsparseRouteInfo_t info;
     tcsparseStatus_t st;
     tcsparseHandle_t h = tc_handle_get(c->handle, &stream, why, wn);
+    if (h != NULL) {
+        tc_capture_seen = tc_capturing(stream);
+        if (!tc_capture_seen)
+            tc_pending_drain();
+    }
     tc_shim_spmat *e = h != NULL ? tc_spmat_get(c->sp, why, wn) : NULL;
     if (e == NULL)
         goto out;
@@ -636,8 +682,12 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         tc_dn_shadow(c->dn2, c->sddmm, &d2, why, wn) != TCSPARSE_STATUS_SUCCESS)
         goto out;
     const int route_auto = tc_route_effective(h) == TCSPARSE_ROUTE_AUTO;
-    if (c->phase == TC_PH_PREPROCESS && e->unverified)
-        (void)tc_verify(e, stream); /* _preprocess may decide and measure: no stale plan */
+    if (c->phase == TC_PH_PREPROCESS && e->unverified &&
+        !tc_verify(e, stream) && e->unverified) {
+        /* _preprocess may decide and measure: never on a plan not checked yet */
+        snprintf(why, wn, "kept plan not checkable during a stream capture");
+        goto out;
+    }
     if (c->phase == TC_PH_EXEC && e->unverified) {
         /* Where would the kept plan send the call?  Only the tensor cores need it checked. */
         h->decide_only = 1;
@@ -652,7 +702,10 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
             snprintf(why, wn, "%s", info.reason);
             goto out;
         }
-        (void)tc_verify(e, stream);
+        if (!tc_verify(e, stream) && e->unverified) {
+            snprintf(why, wn, "kept plan not checkable during a stream capture");
+            goto out;
+        }
     }
     if (c->phase == TC_PH_EXEC && route_auto && !tc_has_plan(e)) {
         int n = tc_seen_count(&e->sig);
@@ -665,6 +718,9 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     st = tc_call_tcsparse(h, c, e, d1, d2);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         snprintf(why, wn, "tcsparse: %s", tcsparseGetLastErrorMessage());
+        /* a launch that failed may have run part of the work (the balanced kernel scales C
+         * by beta first): cuSPARSE must not run on top of it */
+        tc_exec_failed = c->phase == TC_PH_EXEC && st == TCSPARSE_STATUS_EXECUTION_FAILED;
         goto out;
     }
     if (c->phase == TC_PH_SIZE) {
@@ -757,14 +813,21 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
          * preprocesses too, so that either path can execute afterwards. */
         (void)tc_try(c, route, sizeof route, why, sizeof why);
         st = tc_real_call(c);
-        if (st != CUSPARSE_STATUS_SUCCESS && strcmp(route, "cusparse") != 0)
-            st = CUSPARSE_STATUS_SUCCESS; /* cuSPARSE refuses what the tensor cores will run */
+        /* cuSPARSE refuses what the tensor cores will run: only that refusal is forgiven;
+         * a bad buffer or a resource failure still reaches the caller */
+        if (st == CUSPARSE_STATUS_NOT_SUPPORTED && strcmp(route, "cusparse") != 0)
+            st = CUSPARSE_STATUS_SUCCESS;
         tc_logf("%s%s -> %s (%s)", fn, sfx, route, why);
         return st;
     }
+    tc_exec_failed = 0;
     if (tc_try(c, route, sizeof route, why, sizeof why)) {
         tc_logf("%s -> %s (%s)", fn, route, why);
         return CUSPARSE_STATUS_SUCCESS;
+    }
+    if (tc_exec_failed) {
+        tc_logf("%s -> failed (%s)", fn, why);
+        return CUSPARSE_STATUS_EXECUTION_FAILED;
     }
     st = tc_real_call(c);
     tc_logf("%s -> cusparse (%s)", fn, why);
