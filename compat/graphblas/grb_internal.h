@@ -48,6 +48,9 @@ typedef struct {
     GrB_Index p_size, i_size, x_size;
     bool iso;
     void *x_full;             /* iso values expanded (owned), else NULL */
+    /* the user's per-matrix settings, which packing resets to the defaults (in_place only) */
+    int32_t sparsity_control;
+    double hyper_switch, bitmap_switch;
 } tc_grb_operand;
 
 /* What the operand will serve as: the sparse A of an SpMM (form CSR, or CSC when

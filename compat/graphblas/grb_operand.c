@@ -82,6 +82,14 @@ GrB_Info tc_grb_operand_acquire(tc_grb_operand *op, GrB_Matrix X, tc_grb_vtype v
         break;
     }
     if (native && !nounpack) {
+        /* packing builds a new header with default settings: these go back afterwards */
+        info = GxB_Matrix_Option_get_INT32(X, GxB_SPARSITY_CONTROL, &op->sparsity_control);
+        if (info == GrB_SUCCESS)
+            info = GxB_Matrix_Option_get_FP64(X, GxB_HYPER_SWITCH, &op->hyper_switch);
+        if (info == GrB_SUCCESS)
+            info = GxB_Matrix_Option_get_FP64(X, GxB_BITMAP_SWITCH, &op->bitmap_switch);
+        if (info != GrB_SUCCESS)
+            return info;
         info = tc_unpack(X, op);
         if (info == GrB_SUCCESS) {
             op->in_place = 1;
@@ -117,6 +125,14 @@ GrB_Info tc_grb_operand_release(tc_grb_operand *op)
     if (op->held) {
         if (op->in_place) {
             info = tc_pack(op->mat, op);
+            if (info == GrB_SUCCESS)
+                info = GxB_Matrix_Option_set_INT32(op->mat, GxB_SPARSITY_CONTROL,
+                                                   op->sparsity_control);
+            if (info == GrB_SUCCESS)
+                info = GxB_Matrix_Option_set_FP64(op->mat, GxB_HYPER_SWITCH, op->hyper_switch);
+            if (info == GrB_SUCCESS)
+                info = GxB_Matrix_Option_set_FP64(op->mat, GxB_BITMAP_SWITCH,
+                                                  op->bitmap_switch);
         } else {
             free(op->p);
             free(op->i);

@@ -46,6 +46,9 @@ static void tg_store(GrB_Matrix A, int store, int full)
     tg_ok(GxB_Matrix_Option_set_INT32(A, GxB_FORMAT, store == TG_BYCOL ? GxB_BY_COL : GxB_BY_ROW),
           "set format");
     tg_ok(GxB_Matrix_Option_set_INT32(A, GxB_SPARSITY_CONTROL, control), "set sparsity");
+    /* settings away from the defaults, so that an adapter that resets them is caught */
+    tg_ok(GxB_Matrix_Option_set_FP64(A, GxB_HYPER_SWITCH, 0.375), "set hyper switch");
+    tg_ok(GxB_Matrix_Option_set_FP64(A, GxB_BITMAP_SWITCH, 0.125), "set bitmap switch");
     tg_ok(GrB_Matrix_wait(A, GrB_MATERIALIZE), "wait");
 }
 
@@ -241,24 +244,35 @@ void tg_case_name(const tg_case *c, char *buf, size_t n)
              c->store_m, c->user_sr, c->alias, (unsigned long long)c->seed);
 }
 
-/* Sparsity status and format, which the adapter must leave as they were. */
-static void tg_layout(GrB_Matrix A, int32_t out[2])
+/* Sparsity status, format, and the per-matrix settings (sparsity control, hyper and bitmap
+ * switches), which the adapter must leave as they were. */
+#define TG_LAYOUT 5
+static void tg_layout(GrB_Matrix A, double out[TG_LAYOUT])
 {
-    tg_ok(GxB_Matrix_Option_get_INT32(A, GxB_SPARSITY_STATUS, &out[0]), "status");
-    tg_ok(GxB_Matrix_Option_get_INT32(A, GxB_FORMAT, &out[1]), "format");
+    int32_t status, format, control;
+    tg_ok(GxB_Matrix_Option_get_INT32(A, GxB_SPARSITY_STATUS, &status), "status");
+    tg_ok(GxB_Matrix_Option_get_INT32(A, GxB_FORMAT, &format), "format");
+    tg_ok(GxB_Matrix_Option_get_INT32(A, GxB_SPARSITY_CONTROL, &control), "control");
+    tg_ok(GxB_Matrix_Option_get_FP64(A, GxB_HYPER_SWITCH, &out[3]), "hyper switch");
+    tg_ok(GxB_Matrix_Option_get_FP64(A, GxB_BITMAP_SWITCH, &out[4]), "bitmap switch");
+    out[0] = status;
+    out[1] = format;
+    out[2] = control;
 }
 
-static int tg_same_input(GrB_Matrix X, GrB_Matrix X0, const int32_t lay[2], const char *name,
-                         char *msg, size_t n)
+static int tg_same_input(GrB_Matrix X, GrB_Matrix X0, const double lay[TG_LAYOUT],
+                         const char *name, char *msg, size_t n)
 {
     char why[200];
-    int32_t now[2];
+    double now[TG_LAYOUT];
     if (tg_compare(X, X0, 0.0, why, sizeof why) != 0)
         return snprintf(msg, n, "input %s changed: %s", name, why), 1;
     tg_layout(X, now);
-    if (now[0] != lay[0] || now[1] != lay[1])
-        return snprintf(msg, n, "input %s: sparsity %d format %d, was %d %d", name, now[0],
-                        now[1], lay[0], lay[1]), 1;
+    if (memcmp(now, lay, sizeof now) != 0)
+        return snprintf(msg, n,
+                        "input %s: sparsity %g format %g control %g hyper %g bitmap %g, was "
+                        "%g %g %g %g %g", name, now[0], now[1], now[2], now[3], now[4], lay[0],
+                        lay[1], lay[2], lay[3], lay[4]), 1;
     return 0;
 }
 
@@ -299,7 +313,7 @@ int tg_run_case(const tg_case *c, int accelerate, double tol, char *msg, size_t 
     tg_ok(GrB_Matrix_dup(&B0, B), "dup");
     tg_ok(GrB_Matrix_dup(&C1, C0), "dup");
     tg_ok(GrB_Matrix_dup(&C2, C0), "dup");
-    int32_t lay_a[2], lay_b[2], lay_m[2];
+    double lay_a[TG_LAYOUT], lay_b[TG_LAYOUT], lay_m[TG_LAYOUT];
     tg_layout(A, lay_a);
     tg_layout(B, lay_b);
     if (M != NULL)
