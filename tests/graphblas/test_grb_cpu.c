@@ -262,3 +262,57 @@ Test(grb_cpu, declined)
     GrB_Matrix_free(&Af);
     GrB_Matrix_free(&M);
 }
+
+/* The result matrix keeps what GrB_mxm keeps: its format, sparsity control and switches,
+ * whatever the adapter's fast path (T packed straight into C) would have made of them. */
+static void c_settings(GrB_Matrix C, int32_t *fmt, int32_t *ctrl, double *hyper, double *bitmap)
+{
+    cr_assert_eq(GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, fmt), GrB_SUCCESS);
+    cr_assert_eq(GxB_Matrix_Option_get_INT32(C, GxB_SPARSITY_CONTROL, ctrl), GrB_SUCCESS);
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_HYPER_SWITCH, hyper), GrB_SUCCESS);
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_BITMAP_SWITCH, bitmap), GrB_SUCCESS);
+}
+
+Test(grb_cpu, result_keeps_its_settings)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    GrB_Matrix A = tg_sparse(GrB_FP32, 48, 40, 0.2, 21, TG_BYROW);
+    GrB_Matrix B = tg_full(GrB_FP32, 40, 24, 22, TG_BYROW);
+    const int32_t fmts[2] = {GxB_BY_ROW, GxB_BY_COL};
+    const int32_t ctrls[3] = {GxB_SPARSE, GxB_BITMAP | GxB_FULL, GxB_AUTO_SPARSITY};
+    for (int f = 0; f < 2; f++)
+        for (int c = 0; c < 3; c++) {
+            GrB_Matrix C[2]; /* each set up on its own: GrB_Matrix_dup does not copy them all */
+            for (int q = 0; q < 2; q++) {
+                cr_assert_eq(GrB_Matrix_new(&C[q], GrB_FP32, 48, 24), GrB_SUCCESS);
+                cr_assert_eq(GxB_Matrix_Option_set_INT32(C[q], GxB_FORMAT, fmts[f]), 0);
+                cr_assert_eq(GxB_Matrix_Option_set_INT32(C[q], GxB_SPARSITY_CONTROL, ctrls[c]),
+                             0);
+                cr_assert_eq(GxB_Matrix_Option_set_FP64(C[q], GxB_HYPER_SWITCH, 0.375), 0);
+                cr_assert_eq(GxB_Matrix_Option_set_FP64(C[q], GxB_BITMAP_SWITCH, 0.125), 0);
+            }
+            GrB_Matrix C1 = C[0], C2 = C[1];
+            cr_assert_eq(GrB_mxm(C1, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL),
+                         GrB_SUCCESS);
+            tcsparse_GrB_reset_stats();
+            cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B,
+                                          NULL), GrB_SUCCESS);
+            tcsparse_GrB_stats_t st;
+            tcsparse_GrB_get_stats(&st);
+            cr_expect_eq(st.last_path, TCSPARSE_GRB_PATH_SPMM, "format %d control %d: %s",
+                         fmts[f], ctrls[c], st.last_reason);
+            char why[200];
+            cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "%s", why);
+            int32_t f1, c1, f2, c2;
+            double h1, b1, h2, b2;
+            c_settings(C1, &f1, &c1, &h1, &b1);
+            c_settings(C2, &f2, &c2, &h2, &b2);
+            cr_expect(f1 == f2 && c1 == c2 && h1 == h2 && b1 == b2,
+                      "format/control/hyper/bitmap: GrB_mxm %d %d %g %g, adapter %d %d %g %g",
+                      f1, c1, h1, b1, f2, c2, h2, b2);
+            GrB_Matrix_free(&C1);
+            GrB_Matrix_free(&C2);
+        }
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&B);
+}
