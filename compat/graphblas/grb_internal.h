@@ -124,6 +124,9 @@ tc_grb_pin *tc_grb_pin_find(GrB_Matrix X, tc_grb_form form);
 /* Compares op with the pin, updates the pin's record, counts the outcome; returns what the
  * device copy needs.  A pin in another form gives TC_PIN_NONE. */
 tc_grb_pin_state tc_grb_pin_check(tc_grb_pin *pin, const tc_grb_operand *op);
+/* After a check that saw new content (st), when the call did not refresh the pin's device
+ * copy (it failed or never reached the GPU): the next check rebuilds the copy. */
+void tc_grb_pin_unsync(tc_grb_pin *pin, tc_grb_pin_state st);
 /* Hash of n bytes; the same on every machine and thread count. */
 uint64_t tc_grb_hash(const void *data, size_t n, uint64_t seed);
 

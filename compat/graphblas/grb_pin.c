@@ -185,6 +185,13 @@ tc_grb_pin_state tc_grb_pin_check(tc_grb_pin *pin, const tc_grb_operand *op)
     return st;
 }
 
+void tc_grb_pin_unsync(tc_grb_pin *pin, tc_grb_pin_state st)
+{
+    /* the check recorded the operand's new hashes; the copy was not refreshed to match */
+    if (pin != NULL && (st == TC_PIN_STRUCTURE || st == TC_PIN_VALUES))
+        pin->nvals = (GrB_Index)-1; /* no operand has this many entries: a rebuild next time */
+}
+
 static void tc_pin_unlink(GrB_Matrix X)
 {
     for (tc_grb_pin **pp = &tc_grb_pins; *pp != NULL; pp = &(*pp)->next) {

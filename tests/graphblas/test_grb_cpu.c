@@ -316,3 +316,32 @@ Test(grb_cpu, result_keeps_its_settings)
     GrB_Matrix_free(&A);
     GrB_Matrix_free(&B);
 }
+
+/* A pin whose check saw new values while the call did not finish on the GPU (here the
+ * failing backend) must not be taken as current by the next call. */
+Test(grb_cpu, pin_not_refreshed_is_not_reused)
+{
+    GrB_Matrix A = tg_sparse(GrB_FP32, 50, 30, 0.25, 31, TG_BYROW);
+    GrB_Matrix B = tg_full(GrB_FP32, 30, 17, 32, TG_BYROW);
+    GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
+    cr_assert_eq(tcsparse_GrB_pin(A), GrB_SUCCESS);
+    cr_assert_eq(tcsparse_GrB_pin(B), GrB_SUCCESS);
+    float x;
+    cr_assert_eq(GrB_Matrix_extractElement_FP32(&x, B, 0, 0), GrB_SUCCESS);
+    cr_assert_eq(GrB_Matrix_setElement_FP32(B, x + 1.0f, 0, 0), GrB_SUCCESS);
+    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_GRAPHBLAS, 0.0);
+    tcsparse_GrB_stats_t st;
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_value_refreshes, 1, "B's new values seen by the failing call");
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tcsparse_GrB_reset_stats();
+    expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
+    tcsparse_GrB_get_stats(&st);
+    cr_expect_eq(st.pin_hits, 1, "only A's pin is current");
+    cr_expect_eq(st.pin_rebuilds, 1, "B's copy was never refreshed: rebuilt");
+    tcsparse_GrB_release();
+    GrB_Matrix_free(&A);
+    GrB_Matrix_free(&B);
+}
