@@ -142,9 +142,16 @@ static void tc_classify(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Semiring sr,
         TC_NO("dimensions do not match");
     if (k->m == 0 || k->n == 0 || k->k == 0)
         TC_NO("an empty dimension");
+    /* every count the accelerated paths form must fit: the result's m*n cells of up to 8
+     * bytes, and the cells of each dense operand (checked below) */
+    GrB_Index cells, bcells, acells;
+    if (__builtin_mul_overflow(k->m, k->n, &cells) || cells > (GrB_Index)(SIZE_MAX / 16))
+        TC_NO("the result's size overflows 64-bit counts");
+    const int b_cells_ok = !__builtin_mul_overflow(br, bc, &bcells);
+    const int a_cells_ok = !__builtin_mul_overflow(ar, ac, &acells);
     double flops;
     if (M == NULL) {
-        if (bn != br * bc)
+        if (!b_cells_ok || bn != bcells)
             TC_NO("B is not full");
         if (sa == GxB_FULL)
             TC_NO("A is full (a dense product)");
@@ -166,7 +173,7 @@ static void tc_classify(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Semiring sr,
             TC_NO("mask dimensions do not match");
         if (!k->mask_struct && !tc_builtin_type(tm))
             TC_NO("valued mask of a user-defined type");
-        if (an != ar * ac || bn != br * bc)
+        if (!a_cells_ok || !b_cells_ok || an != acells || bn != bcells)
             TC_NO("masked product with a sparse A or B");
         if (mn == 0)
             TC_NO("the mask has no entries");
@@ -238,6 +245,25 @@ static void tc_bitmap_cols(void *arg, size_t lo, size_t hi)
     tc_bitmap_job *j = arg;
     for (size_t c = lo; c < hi; c++)
         memcpy(j->ab + c * j->m, j->rowflag, j->m);
+}
+
+/* Gives back every operand still held (error paths).  A matrix that could not be restored
+ * must not reach GraphBLAS as it is (without its arrays): the call then fails with the
+ * restore's error instead of passing through. */
+static void tc_release_all(tc_call *k, int *pass, GrB_Info *info, tc_grb_operand *o1,
+                           tc_grb_operand *o2, tc_grb_operand *o3)
+{
+    tc_grb_operand *ops[3] = {o1, o2, o3};
+    for (int i = 0; i < 3; i++) {
+        if (ops[i] == NULL)
+            continue;
+        GrB_Info r = tc_grb_operand_release(ops[i]);
+        if (r != GrB_SUCCESS && *pass) {
+            *info = r;
+            *pass = 0;
+            snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)r);
+        }
+    }
 }
 
 static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
@@ -384,8 +410,7 @@ done:
         tc_grb_pin_unsync(pa, sta);
         tc_grb_pin_unsync(pb, stb);
     }
-    tc_grb_operand_release(&oa);
-    tc_grb_operand_release(&ob);
+    tc_release_all(k, &pass, info, &oa, &ob, NULL);
     free(out);
     free(ab);
     GrB_Matrix_free(&T);
@@ -519,9 +544,7 @@ done:
         tc_grb_pin_unsync(pa, sta);
         tc_grb_pin_unsync(pb, stb);
     }
-    tc_grb_operand_release(&om);
-    tc_grb_operand_release(&oa);
-    tc_grb_operand_release(&ob);
+    tc_release_all(k, &pass, info, &om, &oa, &ob);
     free(out);
     free(tp);
     free(ti);

@@ -125,8 +125,14 @@ GrB_Info tc_grb_operand_release(tc_grb_operand *op)
     if (op->held) {
         if (op->in_place) {
             info = tc_pack(op->mat, op);
-            if (info == GrB_SUCCESS)
-                info = GxB_Matrix_Option_set_INT32(op->mat, GxB_SPARSITY_CONTROL,
+            if (info != GrB_SUCCESS) {
+                /* the arrays stay held (a later release tries again); the caller fails the
+                 * call rather than hand GraphBLAS a matrix without them */
+                free(op->x_full);
+                op->x_full = NULL;
+                return info;
+            }
+            info = GxB_Matrix_Option_set_INT32(op->mat, GxB_SPARSITY_CONTROL,
                                                    op->sparsity_control);
             if (info == GrB_SUCCESS)
                 info = GxB_Matrix_Option_set_FP64(op->mat, GxB_HYPER_SWITCH, op->hyper_switch);

@@ -162,7 +162,9 @@ tc_grb_pin_state tc_grb_pin_check(tc_grb_pin *pin, const tc_grb_operand *op)
         return TC_PIN_NONE;
     const int shape = pin->nrows == op->nrows && pin->ncols == op->ncols &&
                       pin->nvals == op->nvals;
-    if ((pin->flags & TCSPARSE_GRB_PIN_TRUST) && shape && pin->iso == op->iso &&
+    /* trusted: the same arrays of the user's matrix (unpacked in place; a private copy gets
+     * addresses that may come back whatever it holds) */
+    if ((pin->flags & TCSPARSE_GRB_PIN_TRUST) && op->in_place && shape && pin->iso == op->iso &&
         pin->p_addr == (const void *)op->p && pin->i_addr == (const void *)op->i &&
         pin->x_addr == op->x) {
         tc_grb_stats.pin_hits++;
