@@ -186,10 +186,15 @@ static float time_variant(ctx_t *c, int v, cudaDataType vt, const opts_t *o)
     float *t = malloc(sizeof *t * (size_t)o->reps);
     for (int i = 0; i < o->reps; i++) {
         CK(cudaEventRecord(c->e0, 0));
-        run_variant(c, v, vt);
+        int failed = run_variant(c, v, vt); /* events around no work would time nothing */
         CK(cudaEventRecord(c->e1, 0));
         CK(cudaEventSynchronize(c->e1));
         CK(cudaEventElapsedTime(&t[i], c->e0, c->e1));
+        if (failed) {
+            fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
+            free(t);
+            return -1;
+        }
     }
     qsort(t, (size_t)o->reps, sizeof *t, cmp_float);
     float med = t[o->reps / 2];
@@ -268,7 +273,14 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     double err[V_COUNT];
     double *ref = NULL;
     char route_kernel[64] = "";
-    for (int v = V_COUNT - 1; v >= 0; v--) { /* cuSPARSE first: its default is the reference */
+    /* cuSPARSE's default first: it is the reference every other variant is checked against */
+    int order[V_COUNT], no = 0;
+    order[no++] = V_CU_DEFAULT;
+    for (int v = V_COUNT - 1; v >= 0; v--)
+        if (v != V_CU_DEFAULT)
+            order[no++] = v;
+    for (int oi = 0; oi < no; oi++) {
+        const int v = order[oi];
         ms[v] = -1;
         err[v] = NAN;
         if (prepare_variant(&c, v)) {
@@ -291,10 +303,20 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             } else
                 free(out);
         }
-        if (v == V_ROUTED) {
+        if (v <= V_TC_LAST) {
             tcsparseRouteInfo_t ri;
             tcsparseGetLastRoute(c.tc, &ri);
-            snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
+            if (v == V_ROUTED) {
+                snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
+            } else if (ri.path != (tc_route_of(v) == TCSPARSE_ROUTE_TC_BASE
+                                       ? TCSPARSE_PATH_TC_BASE
+                                       : TCSPARSE_PATH_TC_BALANCED)) {
+                /* a forced route falls back to cuSPARSE where the kernels cannot run: that
+                 * time must not be reported as the tensor cores' */
+                fprintf(stderr, "  %s: ran as %s (%s); not timed\n", vname[v], ri.kernel,
+                        ri.reason);
+                continue;
+            }
         }
         ms[v] = time_variant(&c, v, vt, o);
     }
