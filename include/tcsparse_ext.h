@@ -68,7 +68,8 @@ typedef struct {
     int64_t blocks_per_window_hist[16];
     int64_t metcf_bytes;         /**< win_off + blk_off + blk_pos + blk_col + value index */
     int64_t csr_bytes;           /**< CSR with int32 indices and offsets, no values */
-    /* Row reordering (docs/reorder.md); zero when reordering was off for the plan. */
+    /* Row reordering (docs/reorder.md).  With reordering off, reorder_mode is OFF and the
+     * other fields are zero. */
     int32_t reorder_mode;        /**< tcsparseReorder_t in effect (OFF, AUTO or ALWAYS) */
     int32_t reorder_ordering;    /**< tcsparseOrdering_t kept; 0 = caller's order */
     double reorder_ms;           /**< host time spent choosing (copy, orderings, counts) */
