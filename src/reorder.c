@@ -694,9 +694,8 @@ int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order
         t = now_ms();
         if (tc_reorder_compute(a, k, cand, nt) != 0 ||
             (res->blocks[k] = tc_reorder_count_blocks(ca, cand, nt)) < 0) {
-            res->blocks[k] = -1;
-            rc = -1;
-            break;
+            res->blocks[k] = -1; /* this candidate failed (memory): the others still count */
+            continue;
         }
         res->ms[k] = now_ms() - t;
         if (best < 0 || res->blocks[k] < res->blocks[best]) {
@@ -722,6 +721,7 @@ int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order
 int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
 {
     unsigned mask = TC_ORD_ALL_CANDIDATES;
+    int forced = 0; /* TCSPARSE_REORDER names one ordering: it wins over the candidate list */
     int mode = d != NULL ? d->reorder : TCSPARSE_REORDER_DEFAULT;
     const char *e = getenv("TCSPARSE_REORDER");
     if (mode == TCSPARSE_REORDER_DEFAULT) {
@@ -735,6 +735,7 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
             } else if (k > 0) {
                 mode = TCSPARSE_REORDER_ALWAYS;
                 mask = 1u << k;
+                forced = 1;
             } else if (strcmp(e, "0") != 0 && strcmp(e, "off") != 0) {
                 static atomic_int warned;
                 if (atomic_exchange(&warned, 1) == 0)
@@ -754,7 +755,7 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
             if (k > 0)
                 m |= 1u << k;
         }
-        if (m != 0)
+        if (m != 0 && !forced)
             mask &= m;
     }
     if (only)

@@ -285,6 +285,12 @@ Test(reorder, mode_from_environment_and_descriptor)
     setenv("TCSPARSE_REORDER_ORDERINGS", "degree,cluster", 1);
     tc_reorder_mode(NULL, &mask);
     cr_assert_eq(mask, (1u << TC_ORD_DEGREE) | (1u << TC_ORD_CLUSTER));
+    /* one ordering named by TCSPARSE_REORDER wins over a list that leaves it out */
+    setenv("TCSPARSE_REORDER", "degree", 1);
+    setenv("TCSPARSE_REORDER_ORDERINGS", "cluster", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
+    cr_assert_eq(mask, 1u << TC_ORD_DEGREE);
+    setenv("TCSPARSE_REORDER", "1", 1);
     unsetenv("TCSPARSE_REORDER_ORDERINGS");
 
     static int32_t off[3] = {0, 1, 2}, col[2] = {0, 1};
