@@ -140,6 +140,15 @@ extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s
             launch_scale<__half>(p, a->split_windows, a->nsplit, s);
         else
             launch_scale<__nv_bfloat16>(p, a->split_windows, a->nsplit, s);
+        // a failed beta pass must stop the call: the main kernel adds into C atomically
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "tensor-core SpMM (%s): the beta pass failed to launch: %s",
+                     name, cudaGetErrorString(e));
+            return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+                       ? TCSPARSE_STATUS_ARCH_MISMATCH
+                       : TCSPARSE_STATUS_EXECUTION_FAILED;
+        }
     }
     // one thread block per item (window or chunk) and column slice
     const dim3 grid((unsigned)p.items, (unsigned)p.n_slices), block(cta_warps(a) * 32);
