@@ -232,18 +232,6 @@ typedef struct {
     size_t need;
 } tc_need_key;
 
-/* The key's descriptor part: types, layouts and batch settings of the three operands. */
-static void tc_need_key_descr(tc_need_key *k, tcsparseConstSpMatDescr_t s,
-                              tcsparseConstDnMatDescr_t d1, tcsparseConstDnMatDescr_t d2)
-{
-    k->fmt = (int)s->format; k->vt = (int)s->value_type; k->ot = (int)s->offsets_type;
-    k->it = (int)s->indices_type; k->base = (int)s->base;
-    k->sb0 = s->offsets_batch_stride; k->sb1 = s->values_batch_stride;
-    k->t1 = (int)d1->value_type; k->o1 = (int)d1->order; k->b1 = d1->batch_count;
-    k->db1 = d1->batch_stride;
-    k->t2 = (int)d2->value_type; k->o2 = (int)d2->order; k->b2 = d2->batch_count;
-    k->db2 = d2->batch_stride;
-}
 static _Thread_local tc_need_key tc_last_need;
 
 /* A buffer cuSPARSE would overrun (smaller than _bufferSize said, where the allocation's
@@ -296,6 +284,28 @@ static tcsparseStatus_t tc_cusp_prepare(tcsparseHandle_t h, const struct tcspars
     return st;
 }
 
+/* The key of one call: the handle and mirrors, the call's settings, and the sizes, types,
+ * layouts and batch settings of the sparse operand s and the dense d1, d2 (SpMM: A, B, C;
+ * SDDMM: C, A, B).  Zeroed first: the key is compared with memcmp, padding included. */
+static void tc_need_key_make(tc_need_key *k, const tc_cusp_call *c, int op, int opA, int opB,
+                             int alg, cudaDataType ct, tcsparseConstSpMatDescr_t s,
+                             tcsparseConstDnMatDescr_t d1, tcsparseConstDnMatDescr_t d2)
+{
+    memset(k, 0, sizeof *k);
+    k->h = c->h; k->sp = c->sp; k->d1 = c->d1; k->d2 = c->d2;
+    k->op = op; k->opA = opA; k->opB = opB; k->alg = alg; k->ct = (int)ct;
+    k->batch = s->batch_count; k->r0 = s->rows; k->c0 = s->cols; k->n0 = s->nnz;
+    k->r1 = d1->rows; k->c1 = d1->cols; k->l1 = d1->ld; k->r2 = d2->rows; k->c2 = d2->cols;
+    k->l2 = d2->ld;
+    k->fmt = (int)s->format; k->vt = (int)s->value_type; k->ot = (int)s->offsets_type;
+    k->it = (int)s->indices_type; k->base = (int)s->base;
+    k->sb0 = s->offsets_batch_stride; k->sb1 = s->values_batch_stride;
+    k->t1 = (int)d1->value_type; k->o1 = (int)d1->order; k->b1 = d1->batch_count;
+    k->db1 = d1->batch_stride;
+    k->t2 = (int)d2->value_type; k->o2 = (int)d2->order; k->b2 = d2->batch_count;
+    k->db2 = d2->batch_stride;
+}
+
 /* Callbacks of tc_buffer_ok: cuSPARSE's _bufferSize for the call on the mirrors. */
 typedef struct {
     const tc_cusp_call *c;
@@ -338,12 +348,7 @@ static tcsparseStatus_t tc_spmm_buffer_ok(const char *fn, const tc_cusp_call *c,
 {
     tc_spmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
     tc_need_key k;
-    memset(&k, 0, sizeof k); /* padding too: the key is compared with memcmp */
-    k.h = c->h; k.sp = c->sp; k.d1 = c->d1; k.d2 = c->d2;
-    k.op = 0; k.opA = (int)opA; k.opB = (int)opB; k.alg = (int)alg; k.ct = (int)ct;
-    k.batch = A->batch_count; k.r0 = A->rows; k.c0 = A->cols; k.n0 = A->nnz;
-    k.r1 = B->rows; k.c1 = B->cols; k.l1 = B->ld; k.r2 = C->rows; k.c2 = C->cols; k.l2 = C->ld;
-    tc_need_key_descr(&k, A, B, C);
+    tc_need_key_make(&k, c, 0, (int)opA, (int)opB, (int)alg, ct, A, B, C);
     return tc_buffer_ok(fn, &k, buffer, tc_spmm_size_cb, &sc);
 }
 static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c,
@@ -355,12 +360,7 @@ static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c
 {
     tc_sddmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
     tc_need_key k;
-    memset(&k, 0, sizeof k);
-    k.h = c->h; k.sp = c->sp; k.d1 = c->d1; k.d2 = c->d2;
-    k.op = 1; k.opA = (int)opA; k.opB = (int)opB; k.alg = (int)alg; k.ct = (int)ct;
-    k.batch = C->batch_count; k.r0 = C->rows; k.c0 = C->cols; k.n0 = C->nnz;
-    k.r1 = A->rows; k.c1 = A->cols; k.l1 = A->ld; k.r2 = B->rows; k.c2 = B->cols; k.l2 = B->ld;
-    tc_need_key_descr(&k, C, A, B);
+    tc_need_key_make(&k, c, 1, (int)opA, (int)opB, (int)alg, ct, C, A, B);
     return tc_buffer_ok(fn, &k, buffer, tc_sddmm_size_cb, &sc);
 }
 

@@ -29,6 +29,14 @@ typedef enum { TC_GRB_F32 = 0, TC_GRB_F64 = 1, TC_GRB_OTHER = 2 } tc_grb_vtype;
 
 static inline size_t tc_grb_esize(tc_grb_vtype t) { return t == TC_GRB_F64 ? 8 : 4; }
 
+/* A matrix's own settings that packing arrays into it resets to the defaults. */
+typedef struct {
+    int32_t sparsity_control;
+    double hyper_switch, bitmap_switch;
+} tc_grb_settings;
+GrB_Info tc_grb_settings_get(GrB_Matrix X, tc_grb_settings *s);
+GrB_Info tc_grb_settings_set(GrB_Matrix X, const tc_grb_settings *s);
+
 /* The form a matrix's arrays were taken in.  CSC of X is CSR of X'. */
 typedef enum { TC_FORM_CSR = 0, TC_FORM_CSC, TC_FORM_FULLR, TC_FORM_FULLC } tc_grb_form;
 
@@ -48,9 +56,7 @@ typedef struct {
     GrB_Index p_size, i_size, x_size;
     bool iso;
     void *x_full;             /* iso values expanded (owned), else NULL */
-    /* the user's per-matrix settings, which packing resets to the defaults (in_place only) */
-    int32_t sparsity_control;
-    double hyper_switch, bitmap_switch;
+    tc_grb_settings settings; /* the user's, which packing resets (in_place only) */
 } tc_grb_operand;
 
 /* What the operand will serve as: the sparse A of an SpMM (form CSR, or CSC when

@@ -351,18 +351,14 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     /* Fast: T's arrays packed straight into C.  Only where that leaves C as GrB_mxm would:
      * C held in T's order and allowed T's sparsity; packing resets C's settings to the
      * defaults, so they are put back.  Otherwise GrB_Matrix_apply writes C in its own way. */
-    int32_t c_fmt = GxB_BY_ROW, c_ctrl = 0;
-    double c_hyper = 0.0, c_bitmap = 0.0;
+    int32_t c_fmt = GxB_BY_ROW;
+    tc_grb_settings cs;
     const int32_t t_kind = empty == 0 ? GxB_FULL : GxB_BITMAP;
     const int c_known = GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &c_fmt) == GrB_SUCCESS &&
-                        GxB_Matrix_Option_get_INT32(C, GxB_SPARSITY_CONTROL, &c_ctrl) ==
-                            GrB_SUCCESS &&
-                        GxB_Matrix_Option_get_FP64(C, GxB_HYPER_SWITCH, &c_hyper) ==
-                            GrB_SUCCESS &&
-                        GxB_Matrix_Option_get_FP64(C, GxB_BITMAP_SWITCH, &c_bitmap) ==
-                            GrB_SUCCESS;
+                        tc_grb_settings_get(C, &cs) == GrB_SUCCESS;
     const int fast = accum == NULL && k->ctype == k->ttype && c_known &&
-                     (c_fmt == GxB_BY_ROW) == (dense.row_major != 0) && (c_ctrl & t_kind) != 0;
+                     (c_fmt == GxB_BY_ROW) == (dense.row_major != 0) &&
+                     (cs.sparsity_control & t_kind) != 0;
     GrB_Matrix target = C;
     if (!fast) {
         if ((gi = GrB_Matrix_new(&T, k->ttype, m, n)) != GrB_SUCCESS) {
@@ -394,12 +390,7 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     }
     if (fast) {
         /* packing gave C a new header with the default settings: GrB_mxm keeps the user's */
-        gi = GxB_Matrix_Option_set_INT32(C, GxB_SPARSITY_CONTROL, c_ctrl);
-        if (gi == GrB_SUCCESS)
-            gi = GxB_Matrix_Option_set_FP64(C, GxB_HYPER_SWITCH, c_hyper);
-        if (gi == GrB_SUCCESS)
-            gi = GxB_Matrix_Option_set_FP64(C, GxB_BITMAP_SWITCH, c_bitmap);
-        *info = gi;
+        *info = tc_grb_settings_set(C, &cs);
         pass = 0;
     } else {
         pass = tc_finish(k, C, NULL, accum, T, info);

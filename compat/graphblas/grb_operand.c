@@ -83,11 +83,7 @@ GrB_Info tc_grb_operand_acquire(tc_grb_operand *op, GrB_Matrix X, tc_grb_vtype v
     }
     if (native && !nounpack) {
         /* packing builds a new header with default settings: these go back afterwards */
-        info = GxB_Matrix_Option_get_INT32(X, GxB_SPARSITY_CONTROL, &op->sparsity_control);
-        if (info == GrB_SUCCESS)
-            info = GxB_Matrix_Option_get_FP64(X, GxB_HYPER_SWITCH, &op->hyper_switch);
-        if (info == GrB_SUCCESS)
-            info = GxB_Matrix_Option_get_FP64(X, GxB_BITMAP_SWITCH, &op->bitmap_switch);
+        info = tc_grb_settings_get(X, &op->settings);
         if (info != GrB_SUCCESS)
             return info;
         info = tc_unpack(X, op);
@@ -132,13 +128,7 @@ GrB_Info tc_grb_operand_release(tc_grb_operand *op)
                 op->x_full = NULL;
                 return info;
             }
-            info = GxB_Matrix_Option_set_INT32(op->mat, GxB_SPARSITY_CONTROL,
-                                                   op->sparsity_control);
-            if (info == GrB_SUCCESS)
-                info = GxB_Matrix_Option_set_FP64(op->mat, GxB_HYPER_SWITCH, op->hyper_switch);
-            if (info == GrB_SUCCESS)
-                info = GxB_Matrix_Option_set_FP64(op->mat, GxB_BITMAP_SWITCH,
-                                                  op->bitmap_switch);
+            info = tc_grb_settings_set(op->mat, &op->settings);
         } else {
             free(op->p);
             free(op->i);

@@ -105,3 +105,23 @@ void *tc_grb_alloc_out(size_t bytes)
     tc_grb_parallel(bytes / 4096, 4096, tc_grb_touch, p);
     return p;
 }
+
+GrB_Info tc_grb_settings_get(GrB_Matrix X, tc_grb_settings *s)
+{
+    GrB_Info info = GxB_Matrix_Option_get_INT32(X, GxB_SPARSITY_CONTROL, &s->sparsity_control);
+    if (info == GrB_SUCCESS)
+        info = GxB_Matrix_Option_get_FP64(X, GxB_HYPER_SWITCH, &s->hyper_switch);
+    if (info == GrB_SUCCESS)
+        info = GxB_Matrix_Option_get_FP64(X, GxB_BITMAP_SWITCH, &s->bitmap_switch);
+    return info;
+}
+
+GrB_Info tc_grb_settings_set(GrB_Matrix X, const tc_grb_settings *s)
+{
+    GrB_Info info = GxB_Matrix_Option_set_INT32(X, GxB_SPARSITY_CONTROL, s->sparsity_control);
+    if (info == GrB_SUCCESS)
+        info = GxB_Matrix_Option_set_FP64(X, GxB_HYPER_SWITCH, s->hyper_switch);
+    if (info == GrB_SUCCESS)
+        info = GxB_Matrix_Option_set_FP64(X, GxB_BITMAP_SWITCH, s->bitmap_switch);
+    return info;
+}
