@@ -109,36 +109,34 @@ static tcsparseStatus_t tc_spmat_mirror_create(const struct tcsparseSpMatDescr *
 }
 
 /* Brings the mirror's arrays in step with the descriptor.  Only a real change reaches
- * cuSPARSE: a setter call may drop the preprocessing data that cuSPARSE keeps with it. */
-static tcsparseStatus_t tc_spmat_mirror_sync(const struct tcsparseSpMatDescr *d)
+ * cuSPARSE: a setter call may drop the preprocessing data that cuSPARSE keeps with it.  The
+ * arrays last given to the mirror are remembered in the descriptor (only this file sets
+ * them), so an unchanged call asks cuSPARSE nothing. */
+static tcsparseStatus_t tc_spmat_mirror_sync(struct tcsparseSpMatDescr *d)
 {
-    int64_t r, c, n;
-    void *off, *idx, *val;
-    cusparseIndexType_t ot, it;
-    cusparseIndexBase_t b;
-    cudaDataType vt;
     cusparseStatus_t s;
-    if (d->format == TCSPARSE_FORMAT_COO)
-        s = cusparseCooGet(d->cusp, &r, &c, &n, &off, &idx, &val, &it, &b, &vt);
-    else if (d->format == TCSPARSE_FORMAT_CSC)
-        s = cusparseCscGet(d->cusp, &r, &c, &n, &off, &idx, &val, &ot, &it, &b, &vt);
-    else
-        s = cusparseCsrGet(d->cusp, &r, &c, &n, &off, &idx, &val, &ot, &it, &b, &vt);
-    tcsparseStatus_t st = tc_error_cusparse(s, "cusparseCsr/Csc/CooGet (mirror)");
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    if (off != d->offsets || idx != d->indices) {
+    if (d->cusp_offsets != d->offsets || d->cusp_indices != d->indices) {
         if (d->format == TCSPARSE_FORMAT_COO)
             s = cusparseCooSetPointers(d->cusp, d->offsets, d->indices, d->values);
         else if (d->format == TCSPARSE_FORMAT_CSC)
             s = cusparseCscSetPointers(d->cusp, d->offsets, d->indices, d->values);
         else
             s = cusparseCsrSetPointers(d->cusp, d->offsets, d->indices, d->values);
-        return tc_error_cusparse(s, "cusparseCsr/Csc/CooSetPointers (mirror)");
+        tcsparseStatus_t st = tc_error_cusparse(s, "cusparseCsr/Csc/CooSetPointers (mirror)");
+        if (st == TCSPARSE_STATUS_SUCCESS) {
+            d->cusp_offsets = d->offsets;
+            d->cusp_indices = d->indices;
+            d->cusp_values = d->values;
+        }
+        return st;
     }
-    if (val != d->values)
-        return tc_error_cusparse(cusparseSpMatSetValues(d->cusp, d->values),
-                                 "cusparseSpMatSetValues (mirror)");
+    if (d->cusp_values != d->values) {
+        tcsparseStatus_t st = tc_error_cusparse(cusparseSpMatSetValues(d->cusp, d->values),
+                                                "cusparseSpMatSetValues (mirror)");
+        if (st == TCSPARSE_STATUS_SUCCESS)
+            d->cusp_values = d->values;
+        return st;
+    }
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -146,10 +144,16 @@ tcsparseStatus_t tc_spmat_cusparse(const struct tcsparseSpMatDescr *d, cusparseS
 {
     struct tcsparseSpMatDescr *cache = (struct tcsparseSpMatDescr *)d;
     tcsparseStatus_t st;
-    if (cache->cusp == NULL)
+    if (cache->cusp == NULL) {
         st = tc_spmat_mirror_create(d, &cache->cusp);
-    else
-        st = tc_spmat_mirror_sync(d);
+        if (st == TCSPARSE_STATUS_SUCCESS) {
+            cache->cusp_offsets = d->offsets;
+            cache->cusp_indices = d->indices;
+            cache->cusp_values = d->values;
+        }
+    } else {
+        st = tc_spmat_mirror_sync(cache);
+    }
     if (st == TCSPARSE_STATUS_SUCCESS)
         *out = cache->cusp;
     return st;
@@ -176,15 +180,13 @@ tcsparseStatus_t tc_dnmat_cusparse(const struct tcsparseDnMatDescr *d, cusparseD
             }
         }
         cache->cusp = m;
-    } else {
-        void *v;
-        st = tc_error_cusparse(cusparseDnMatGetValues(cache->cusp, &v),
-                               "cusparseDnMatGetValues (mirror)");
-        if (st == TCSPARSE_STATUS_SUCCESS && v != d->values)
-            st = tc_error_cusparse(cusparseDnMatSetValues(cache->cusp, d->values),
-                                   "cusparseDnMatSetValues (mirror)");
+        cache->cusp_values = d->values;
+    } else if (cache->cusp_values != d->values) {
+        st = tc_error_cusparse(cusparseDnMatSetValues(cache->cusp, d->values),
+                               "cusparseDnMatSetValues (mirror)");
         if (st != TCSPARSE_STATUS_SUCCESS)
             return st;
+        cache->cusp_values = d->values;
     }
     *out = cache->cusp;
     return TCSPARSE_STATUS_SUCCESS;

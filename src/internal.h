@@ -70,6 +70,9 @@ struct tcsparseSpMatDescr {
     int64_t values_batch_stride;  /* CSR: columns and values */
     /* Mirror descriptor for the cuSPARSE path, created on first use and kept in step. */
     cusparseSpMatDescr_t cusp;
+    /* The arrays the mirror was last given (fallback.c): comparing these costs nothing,
+     * asking cuSPARSE (cusparseCsrGet) costs a call per execution. */
+    void *cusp_offsets, *cusp_indices, *cusp_values;
     /* Tensor-core plan, NULL when none is built; see plan.h. */
     struct tc_plan *plan;
     /* Held by every call that uses the descriptor (plan, mirror) and by the setters: several
@@ -93,6 +96,7 @@ struct tcsparseDnMatDescr {
     int batch_count;
     int64_t batch_stride;
     cusparseDnMatDescr_t cusp; /* mirror for the cuSPARSE path, created on first use */
+    void *cusp_values;         /* the array the mirror was last given */
 };
 
 /* Validity checks used by every public function (non-NULL and magic intact). */

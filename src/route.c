@@ -53,7 +53,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
 {
     tcsparseRouteInfo_t *r = &h->last_route;
     r->path = d->path;
-    snprintf(r->kernel, sizeof r->kernel, "%s", d->kernel);
+    tc_str_join(r->kernel, sizeof r->kernel, d->kernel, NULL);
     const char *log = getenv("TCSPARSE_LOG");
     const int logging = !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
     if (d->ra.kind != 0 && !logging) {
@@ -64,7 +64,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
         if (d->ra.kind != 0)
             tc_reason_format(&d->ra, r->reason, sizeof r->reason);
         else
-            snprintf(r->reason, sizeof r->reason, "%s", d->reason);
+            tc_str_join(r->reason, sizeof r->reason, d->reason, NULL);
     }
     tc_select_take(h, &r->predicted_tc_us, &r->predicted_cusparse_us);
     if (logging)
@@ -178,11 +178,11 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     tcsparseRoute_t route = tc_route_effective(h);
     d->path = TCSPARSE_PATH_CUSPARSE;
     d->ra.kind = 0;
-    snprintf(d->kernel, sizeof d->kernel, "cusparseSpMM");
+    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
-        snprintf(d->reason, sizeof d->reason, "route forced to cuSPARSE");
+        tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE", NULL);
         return TCSPARSE_STATUS_SUCCESS;
     }
     tcsparseStatus_t st = tc_handle_cusparse(h, &cusp);
@@ -253,8 +253,8 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.split_windows = plan->split_windows;
         a.nsplit = plan->nsplit;
     }
-    snprintf(d->kernel, sizeof d->kernel, "%s_%s", tc_spmm_kernel_name(&a),
-             d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+    tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
+                d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
     char msg[200];
     tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS)

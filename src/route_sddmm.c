@@ -50,11 +50,11 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     const tcsparseRoute_t route = tc_route_effective(h);
     d->path = TCSPARSE_PATH_CUSPARSE;
     d->ra.kind = 0;
-    snprintf(d->kernel, sizeof d->kernel, "cusparseSDDMM");
+    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSDDMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
-        snprintf(d->reason, sizeof d->reason, "route forced to cuSPARSE");
+        tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE", NULL);
         return TCSPARSE_STATUS_SUCCESS;
     }
     tcsparseStatus_t st = tc_handle_cusparse(h, &cusp); /* fills the device's capability */
@@ -133,8 +133,8 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
     }
-    snprintf(d->kernel, sizeof d->kernel, "%s_%s", tc_sddmm_kernel_name(&a),
-             d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+    tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
+                d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
     char msg[200];
     tcsparseStatus_t st = tc_sddmm_launch(&a, h->stream, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS)

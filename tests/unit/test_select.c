@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "error.h"
 #include "route.h"
 #include "select.h"
 
@@ -352,4 +353,26 @@ Test(route_reason, logged_decisions_are_formatted_at_once, .init = cr_redirect_s
     cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
     cr_expect(strstr(info.reason, "model: TC base 12.5 us") != NULL, "%s", info.reason);
     tcsparseDestroy(h);
+}
+
+/* tc_str_join: the route record's copy (a, or a_b), cut to the buffer like snprintf. */
+Test(route_reason, str_join_copies_and_cuts)
+{
+    char k[12];
+    memset(k, 'x', sizeof k);
+    tc_str_join(k, sizeof k, "cusparse", NULL);
+    cr_assert_str_eq(k, "cusparse");
+    tc_str_join(k, sizeof k, "tc_f32", "base");
+    cr_assert_str_eq(k, "tc_f32_base");
+    tc_str_join(k, sizeof k, "tc_f32", "balanced"); /* 15 characters: cut to 11 */
+    cr_assert_str_eq(k, "tc_f32_bala");
+    tc_str_join(k, sizeof k, "a_name_longer_than_twelve", "base");
+    cr_assert_str_eq(k, "a_name_long");
+    tc_str_join(k, 1, "abc", "d");
+    cr_assert_str_eq(k, "");
+    char e[8] = "keep";
+    tc_str_join(e, 0, "abc", NULL); /* nothing written */
+    cr_assert_str_eq(e, "keep");
+    tc_str_join(k, sizeof k, "", "b");
+    cr_assert_str_eq(k, "_b");
 }
