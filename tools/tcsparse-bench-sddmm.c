@@ -161,28 +161,47 @@ static int prepare_variant(ctx_t *c, int v)
                                     CUSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != CUSPARSE_STATUS_SUCCESS;
 }
 
-static float time_variant(ctx_t *c, int v, const opts_t *o)
+/* Times the variants with want[v] set, interleaved (as tools/tcsparse-bench.c does): warm-up
+ * runs of each, then every repetition runs each variant once in turn, CUDA events around
+ * each call; ms[v] gets the median, -1 for a variant whose run failed. */
+static void time_variants(ctx_t *c, const int *want, float *ms, const opts_t *o)
 {
-    for (int i = 0; i < o->warm; i++)
-        if (run_variant(c, v))
-            return -1;
-    float *t = malloc(sizeof *t * (size_t)o->reps);
-    for (int i = 0; i < o->reps; i++) {
-        CK(cudaEventRecord(c->e0, 0));
-        int failed = run_variant(c, v); /* events around no work would time nothing */
-        CK(cudaEventRecord(c->e1, 0));
-        CK(cudaEventSynchronize(c->e1));
-        CK(cudaEventElapsedTime(&t[i], c->e0, c->e1));
-        if (failed) {
-            fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
-            free(t);
-            return -1;
-        }
+    float *t[V_COUNT] = {0};
+    int live[V_COUNT];
+    for (int v = 0; v < V_COUNT; v++) {
+        live[v] = want[v];
+        if (live[v])
+            t[v] = malloc(sizeof *t[v] * (size_t)o->reps);
     }
-    qsort(t, (size_t)o->reps, sizeof *t, cmp_float);
-    float med = t[o->reps / 2];
-    free(t);
-    return med;
+    for (int v = 0; v < V_COUNT; v++)
+        for (int i = 0; live[v] && i < o->warm; i++)
+            if (run_variant(c, v)) {
+                fprintf(stderr, "  %s: a warm-up run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+            }
+    for (int i = 0; i < o->reps; i++)
+        for (int v = 0; v < V_COUNT; v++) {
+            if (!live[v])
+                continue;
+            CK(cudaEventRecord(c->e0, 0));
+            int failed = run_variant(c, v); /* events around no work would time nothing */
+            CK(cudaEventRecord(c->e1, 0));
+            CK(cudaEventSynchronize(c->e1));
+            CK(cudaEventElapsedTime(&t[v][i], c->e0, c->e1));
+            if (failed) {
+                fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+            }
+        }
+    for (int v = 0; v < V_COUNT; v++) {
+        if (live[v]) {
+            qsort(t[v], (size_t)o->reps, sizeof *t[v], cmp_float);
+            ms[v] = t[v][o->reps / 2];
+        } else {
+            ms[v] = -1;
+        }
+        free(t[v]);
+    }
 }
 
 static void bench_one(const char *input, const tc_csr *m, const char *prec, int K, const opts_t *o)
@@ -237,6 +256,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
 
     float ms[V_COUNT];
+    int want[V_COUNT] = {0};
     double err[V_COUNT], *ref = NULL;
     char route_kernel[64] = "";
     for (int v = V_COUNT - 1; v >= 0; v--) { /* cuSPARSE first: its result is the reference */
@@ -276,9 +296,10 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 continue;
             }
         }
-        ms[v] = time_variant(&c, v, o);
+        want[v] = 1;
     }
     free(ref);
+    time_variants(&c, want, ms, o);
     /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
     /* the automatic route's statistic (src/route_sddmm.c) */
     const double per_win = have_plan && st.windows > st.empty_windows

@@ -178,28 +178,49 @@ static int prepare_variant(ctx_t *c, int v)
     return 0;
 }
 
-static float time_variant(ctx_t *c, int v, cudaDataType vt, const opts_t *o)
+/* Times the variants with want[v] set, interleaved: warm-up runs of each, then each
+ * repetition runs every variant once, in turn (CUDA events around each call, the GPU idle
+ * before it), and ms[v] gets the median.  Timing one variant after another let clock and
+ * cache drift between the variants' turns show up as differences of 0.3-0.5 us between
+ * identical calls on matrices that take 20 us.  A failed run drops its variant (-1). */
+static void time_variants(ctx_t *c, const int *want, float *ms, cudaDataType vt, const opts_t *o)
 {
-    for (int i = 0; i < o->warm; i++)
-        if (run_variant(c, v, vt))
-            return -1;
-    float *t = malloc(sizeof *t * (size_t)o->reps);
-    for (int i = 0; i < o->reps; i++) {
-        CK(cudaEventRecord(c->e0, 0));
-        int failed = run_variant(c, v, vt); /* events around no work would time nothing */
-        CK(cudaEventRecord(c->e1, 0));
-        CK(cudaEventSynchronize(c->e1));
-        CK(cudaEventElapsedTime(&t[i], c->e0, c->e1));
-        if (failed) {
-            fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
-            free(t);
-            return -1;
-        }
+    float *t[V_COUNT] = {0};
+    int live[V_COUNT];
+    for (int v = 0; v < V_COUNT; v++) {
+        live[v] = want[v];
+        if (live[v])
+            t[v] = malloc(sizeof *t[v] * (size_t)o->reps);
     }
-    qsort(t, (size_t)o->reps, sizeof *t, cmp_float);
-    float med = t[o->reps / 2];
-    free(t);
-    return med;
+    for (int v = 0; v < V_COUNT; v++)
+        for (int i = 0; live[v] && i < o->warm; i++)
+            if (run_variant(c, v, vt)) {
+                fprintf(stderr, "  %s: a warm-up run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+            }
+    for (int i = 0; i < o->reps; i++)
+        for (int v = 0; v < V_COUNT; v++) {
+            if (!live[v])
+                continue;
+            CK(cudaEventRecord(c->e0, 0));
+            int failed = run_variant(c, v, vt); /* events around no work would time nothing */
+            CK(cudaEventRecord(c->e1, 0));
+            CK(cudaEventSynchronize(c->e1));
+            CK(cudaEventElapsedTime(&t[v][i], c->e0, c->e1));
+            if (failed) {
+                fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+            }
+        }
+    for (int v = 0; v < V_COUNT; v++) {
+        if (live[v]) {
+            qsort(t[v], (size_t)o->reps, sizeof *t[v], cmp_float);
+            ms[v] = t[v][o->reps / 2];
+        } else {
+            ms[v] = -1;
+        }
+        free(t[v]);
+    }
 }
 
 static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const opts_t *o)
@@ -270,6 +291,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     }
 
     float ms[V_COUNT];
+    int want[V_COUNT] = {0};
     double err[V_COUNT];
     double *ref = NULL;
     char route_kernel[64] = "";
@@ -318,9 +340,10 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 continue;
             }
         }
-        ms[v] = time_variant(&c, v, vt, o);
+        want[v] = 1;
     }
     free(ref);
+    time_variants(&c, want, ms, vt, o);
     float best_cu = -1;
     for (int v = V_CU_DEFAULT; v < V_COUNT; v++)
         if (ms[v] > 0 && (best_cu < 0 || ms[v] < best_cu))
