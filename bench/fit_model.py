@@ -38,14 +38,18 @@ SPMM_FILES = ['large-h100.csv', 'small-h100.csv', 'large-f16-h100.csv',
               'sel-large-h100.csv', 'sel-large-rest-h100.csv', 'sel-large-f16-h100.csv',
               'sel-small-h100.csv', 'sel-small-f16-h100.csv',
               'sel2-large-h100.csv', 'sel2-small-h100.csv', 'sel2-small-f16-h100.csv',
-              'sel3-small-h100.csv']
-SPMM_CURRENT_BALANCED = {'sel2-large-h100.csv', 'sel2-small-h100.csv',
+              'sel3-small-h100.csv', 'sel5-large-h100.csv', 'sel5-small-h100.csv',
+              'sel5-small-f16-h100.csv']
+SPMM_CURRENT_BALANCED = {'sel5-large-h100.csv', 'sel5-small-h100.csv', 'sel5-small-f16-h100.csv',
+                         'sel2-large-h100.csv', 'sel2-small-h100.csv',
                          'sel2-small-f16-h100.csv', 'sel3-small-h100.csv',
                          'large-atomics-h100.csv', 'small-atomics-h100.csv',
                          'sel-large-h100.csv', 'sel-large-rest-h100.csv',
                          'sel-large-f16-h100.csv', 'sel-small-h100.csv', 'sel-small-f16-h100.csv'}
 SDDMM_FILES = ['sddmm-large-h100.csv', 'sddmm-small-h100.csv', 'sddmm-small-rule-h100.csv']
 
+ALG3_MARGIN = 1.0  # overridden by --alg3-margin; src/select.h TC_SEL_ALG3_MARGIN
+ALG3_MAX_US = 60.0  # --alg3-max-us; src/select.h TC_SEL_ALG3_MAX_US
 PREC = {'f32': 0, 'tf32': 1, 'f16': 2, 'bf16': 2}
 SM = 132
 NX, NY = 8, 6
@@ -236,7 +240,9 @@ def fmt_block(name, coefs, comment):
 
 def main():
     args = sys.argv[1:]
-    opt = {'--build': '.', '--data': None, '--threshold': None, '--margin': None}
+    global ALG3_MARGIN, ALG3_MAX_US
+    opt = {'--build': '.', '--data': None, '--threshold': None, '--margin': None,
+           '--alg3-margin': None, '--alg3-max-us': None}
     flags = set()
     i = 0
     while i < len(args):
@@ -252,6 +258,8 @@ def main():
     data = opt['--data'] or next((d for d in (os.path.join(SRC, '..', 'shared', 'data'),
                                               '/work/shared/data') if os.path.isdir(d)), '.')
     thr = float(opt['--threshold'] or header_value('TC_SEL_BALANCE_THRESHOLD'))
+    ALG3_MARGIN = float(opt['--alg3-margin'] or header_value('TC_SEL_ALG3_MARGIN') or 1.0)
+    ALG3_MAX_US = float(opt['--alg3-max-us'] or header_value('TC_SEL_ALG3_MAX_US') or 60.0)
     margins = {0: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN')),
                1: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN_SDDMM'))}
 
@@ -266,6 +274,7 @@ def main():
         feats = features(build, [config_line(op, k, stats[k[0]]) for k in keys])
         tc_rows = {p: [] for p in range(3)}
         cu_rows = {4: [], 2: []}
+        cu3_rows = {4: [], 2: []}  # SpMM: cuSPARSE CSR_ALG3 (preprocessed), same features
         cases = []
         for key, f in zip(keys, feats):
             fname, v = runs[key]
@@ -277,7 +286,10 @@ def main():
             if op == 1 or fname in SPMM_CURRENT_BALANCED:
                 tc_rows[p].append((f['xl'], tl))
             cu_rows[2 if p == 2 else 4].append((f['y'], tcu))
-            cases.append((key, fname, f, tb, tl, tcu, v.get('routed')))
+            t3 = v.get('cusparse-alg3') if op == 0 else None
+            if t3 is not None:
+                cu3_rows[2 if p == 2 else 4].append((f['y'], t3))
+            cases.append((key, fname, f, tb, tl, tcu, v.get('routed'), t3))
         # SDDMM was measured without 16-bit inputs: its 16-bit sets repeat the TF32 fit.
         tc_coef = [fit(tc_rows[p], NX) if tc_rows[p] else None for p in range(3)]
         cu_coef = {b: fit(cu_rows[b], NY) if cu_rows[b] else None for b in (4, 2)}
@@ -289,6 +301,9 @@ def main():
             b = [1.0 - c0 / t for _, t in cu_rows[2]]
             cu_coef[2] = nnls(A, b, list(range(1, NY)))
             cu_coef[2][0] = c0
+        cu3_coef = {b: fit(cu3_rows[b], NY) if cu3_rows[b] else None for b in (4, 2)}
+        if cu3_coef[2] is None:
+            cu3_coef[2] = cu3_coef[4]
         if tc_coef[2] is None:
             tc_coef[2] = tc_coef[1]
         if cu_coef[2] is None:
@@ -302,6 +317,9 @@ def main():
             if cu_rows[b]:
                 g, w = rel_err(cu_rows[b], cu_coef[b])
                 print('  cuSPARSE %d-byte %3d points  geomean |rel err| %.3f  worst %.2f' % (b, len(cu_rows[b]), g, w))
+            if cu3_rows[b]:
+                g, w = rel_err(cu3_rows[b], cu3_coef[b])
+                print('  cuSPARSE CSR_ALG3 %d-byte %3d points  geomean |rel err| %.3f  worst %.2f' % (b, len(cu3_rows[b]), g, w))
 
         # balance threshold: choice between the two measured TC kernels alone
         print('  balance threshold sweep (TC kernel chosen / faster TC kernel; current balanced times only):')
@@ -325,16 +343,25 @@ def main():
             bal = f['ratio'] > thr
             ptc = dot(tc_coef[PREC[c[0][2]]], f['xl'] if bal else f['xb'])
             pcu = dot(cu_coef[2 if PREC[c[0][2]] == 2 else 4], f['y'])
+            cu = 'cu'
+            # the cuSPARSE route's algorithm (SpMM, ALG_DEFAULT asked): CSR_ALG3 when the
+            # model predicts it faster than the default by ALG3_MARGIN
+            if op == 0 and cu3_coef[4] is not None and PREC[c[0][2]] != 2 and pcu < ALG3_MAX_US:
+                p3 = dot(cu3_coef[4], f['y'])
+                if p3 * ALG3_MARGIN < pcu:
+                    cu, pcu = 'cu3', p3
             if ptc * margin < pcu:
                 return ('bal' if bal else 'base'), ptc, pcu
-            return 'cu', ptc, pcu
+            return cu, ptc, pcu
 
         print('  regret of the model\'s routing (threshold %.2f, margin %.2f):' % (thr, margin))
         print('    %-12s %5s %8s %6s %6s %6s %8s' % ('group', 'cases', 'geomean', '<=1.05', '<=1.15', 'worst', 'old rule'))
         groups = {}
         for c in cases:
             path, ptc, pcu = route(c)
-            t = {'base': c[3], 'bal': c[4], 'cu': c[5]}[path]
+            if path == 'cu3' and c[7] is None:
+                path = 'cu'  # a run without ALG3 times: count the default
+            t = {'base': c[3], 'bal': c[4], 'cu': c[5], 'cu3': c[7]}[path]
             best = min(c[3], c[4], c[5])
             suite = 'large' if 'large' in c[1] else 'small'
             g = '%s N=%d' % (suite, c[0][1])
@@ -353,6 +380,24 @@ def main():
         pre = 'spmm' if op == 0 else 'sddmm'
         blocks.append(fmt_block('tc_coef_' + pre, tc_coef, '3xTF32, TF32, 16-bit'))
         blocks.append(fmt_block('cu_coef_' + pre, [cu_coef[4], cu_coef[2]], '32-bit, 16-bit'))
+        if op == 0:
+            blocks.append(fmt_block('cu3_coef_spmm', [cu3_coef[4], cu3_coef[2]],
+                                    'cuSPARSE CSR_ALG3: 32-bit, 16-bit'))
+            # against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3, issue 9's small-suite goal)
+            vs = {}
+            for c in cases:
+                if c[7] is None:
+                    continue
+                path = route(c)[0]
+                t = {'base': c[3], 'bal': c[4], 'cu': c[5], 'cu3': c[7]}[path]
+                suite = 'large' if 'large' in c[1] else 'small'
+                for gg in (suite, 'all'):
+                    vs.setdefault(gg, []).append(t / min(c[5], c[7]))
+            print('  routed / best cuSPARSE (ALG_DEFAULT or CSR_ALG3), ALG3 margin %.2f:' % ALG3_MARGIN)
+            for g in sorted(vs):
+                rr = vs[g]
+                print('    %-6s %5d cases  geomean %.3f  <=1.00 %d  <=1.05 %d  worst %.2f' % (
+                    g, len(rr), geo(rr), sum(r <= 1.0 for r in rr), sum(r <= 1.05 for r in rr), max(rr)))
 
     text = ''.join(blocks)
     if '--update' in flags:

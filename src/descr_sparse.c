@@ -122,6 +122,8 @@ static tcsparseStatus_t tc_spmat_create(const char *fn, tcsparseFormat_t fmt, in
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "%s: cannot create a mutex", fn);
     }
     d->magic = TC_MAGIC_SPMAT;
+    static uint64_t tc_spmat_serial;
+    d->serial = __atomic_add_fetch(&tc_spmat_serial, 1, __ATOMIC_RELAXED);
     d->is_const = is_const;
     d->format = fmt;
     d->rows = rows;
@@ -393,6 +395,7 @@ static tcsparseStatus_t tc_spmat_set_pointers(const char *fn, struct tcsparseSpM
     d->offsets = off;
     d->indices = idx;
     d->values = val;
+    d->struct_gen++; /* even with the same arrays: the structure may have been rewritten */
     pthread_mutex_unlock(&d->mu);
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -534,6 +537,7 @@ static void tc_spmat_set_batch(struct tcsparseSpMatDescr *d, int count, int64_t 
     pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
     tc_spmat_cusparse_release(d);
+    d->struct_gen++;
     d->batch_count = count;
     d->offsets_batch_stride = off_stride;
     d->values_batch_stride = val_stride;

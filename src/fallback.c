@@ -115,7 +115,8 @@ static tcsparseStatus_t tc_spmat_mirror_create(const struct tcsparseSpMatDescr *
 static tcsparseStatus_t tc_spmat_mirror_sync(struct tcsparseSpMatDescr *d)
 {
     cusparseStatus_t s;
-    if (d->cusp_offsets != d->offsets || d->cusp_indices != d->indices) {
+    if (d->cusp_offsets != d->offsets || d->cusp_indices != d->indices ||
+        d->cusp_gen != d->struct_gen) {
         if (d->format == TCSPARSE_FORMAT_COO)
             s = cusparseCooSetPointers(d->cusp, d->offsets, d->indices, d->values);
         else if (d->format == TCSPARSE_FORMAT_CSC)
@@ -127,6 +128,7 @@ static tcsparseStatus_t tc_spmat_mirror_sync(struct tcsparseSpMatDescr *d)
             d->cusp_offsets = d->offsets;
             d->cusp_indices = d->indices;
             d->cusp_values = d->values;
+            d->cusp_gen = d->struct_gen;
         }
         return st;
     }
@@ -150,6 +152,7 @@ tcsparseStatus_t tc_spmat_cusparse(const struct tcsparseSpMatDescr *d, cusparseS
             cache->cusp_offsets = d->offsets;
             cache->cusp_indices = d->indices;
             cache->cusp_values = d->values;
+            cache->cusp_gen = d->struct_gen;
         }
     } else {
         st = tc_spmat_mirror_sync(cache);
@@ -482,4 +485,172 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                            alpha, c.d1, c.d2, beta, c.sp, ct,
                                            (cusparseSDDMMAlg_t)alg, buffer),
                              "cusparseSDDMM");
+}
+
+/* ---- cuSPARSE CSR_ALG3 with workspaces of the handle's own -------------------------------
+ * The selector may run an FP32 CSR SpMM asked with ALG_DEFAULT as CSR_ALG3 (src/select.h,
+ * TC_SEL_ALG3_*): on small matrices it is 1.3x faster on the H100, but only with its
+ * preprocessing, which lives in the workspace.  The caller's buffer cannot hold it: with
+ * ALG_DEFAULT a caller may reuse that buffer for anything between calls.  So the handle keeps
+ * a few preprocessed workspaces of its own, keyed by the sparse descriptor (serial number and
+ * structure arrays) and the call's shape; preprocessing depends on the sparsity pattern, not
+ * on the values (cuSPARSE's documentation of cusparseSpMM_preprocess), so values rewritten
+ * in place or set anew keep the workspace, and new structure arrays replace it. */
+
+static void tc_alg3_key_make(tc_alg3_key *k, tcsparseHandle_t h, const struct tcsparseSpMatDescr *A,
+                             const struct tcsparseDnMatDescr *B, const struct tcsparseDnMatDescr *C,
+                             cudaDataType ct)
+{
+    memset(k, 0, sizeof *k); /* compared with memcmp, padding included */
+    k->serial = A->serial;
+    k->gen = A->struct_gen;
+    k->offsets = A->offsets;
+    k->indices = A->indices;
+    k->ar = A->rows; k->ac = A->cols; k->annz = A->nnz;
+    k->br = B->rows; k->bc = B->cols; k->bld = B->ld;
+    k->cr = C->rows; k->cc = C->cols; k->cld = C->ld;
+    k->ot = (int)A->offsets_type; k->it = (int)A->indices_type; k->base = (int)A->base;
+    k->avt = (int)A->value_type; k->bvt = (int)B->value_type; k->bord = (int)B->order;
+    k->cvt = (int)C->value_type; k->cord = (int)C->order; k->ct = (int)ct;
+    k->device = h->device;
+    k->align = ((uintptr_t)A->values % 16 != 0) | ((uintptr_t)B->values % 16 != 0) << 1 |
+               ((uintptr_t)C->values % 16 != 0) << 2;
+}
+
+void tc_alg3_release_all(tcsparseHandle_t h)
+{
+    int freed = 0;
+    for (int i = 0; i < TC_ALG3_ENTRIES; i++) {
+        if (h->alg3[i].buf != NULL) {
+            cudaFree(h->alg3[i].buf); /* synchronises: no queued call still reads it */
+            freed = 1;
+        }
+        memset(&h->alg3[i], 0, sizeof h->alg3[i]);
+    }
+    if (freed)
+        (void)cudaGetLastError();
+}
+
+void tc_alg3_stream_change(tcsparseHandle_t h, cudaStream_t old_stream)
+{
+    int live = 0;
+    for (int i = 0; i < TC_ALG3_ENTRIES; i++)
+        live |= h->alg3[i].key.serial != 0;
+    if (!live)
+        return;
+    /* A workspace's last call may still run on the old stream.  Wait for it; where that is
+     * not allowed (the old stream is capturing) or fails, retire the workspaces: their keys
+     * go, their memory is freed when the entry is next reused or at destroy. */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(old_stream, &cap) == cudaSuccess && cap == cudaStreamCaptureStatusNone &&
+        cudaStreamSynchronize(old_stream) == cudaSuccess)
+        return;
+    (void)cudaGetLastError();
+    for (int i = 0; i < TC_ALG3_ENTRIES; i++)
+        memset(&h->alg3[i].key, 0, sizeof h->alg3[i].key);
+}
+
+/* The entry for k: found, or a new one preprocessed now.  NULL with NOT_SUPPORTED where
+ * CSR_ALG3 cannot run: cuSPARSE refuses it (remembered for the key), no memory, or a stream
+ * capture in progress.  Inside a capture no workspace is used at all: the graph would keep
+ * its address, and the workspace may be replaced or freed before the graph is replayed.
+ * The caller then runs ALG_DEFAULT. */
+static tcsparseStatus_t tc_alg3_entry_get(tcsparseHandle_t h, const tc_cusp_call *c,
+                                          const tc_alg3_key *k, tcsparseOperation_t opB,
+                                          const void *alpha, const void *beta,
+                                          tc_alg3_entry **out)
+{
+    *out = NULL;
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the stream is capturing (a CSR_ALG3 workspace must outlive the graph)");
+    }
+    tc_alg3_entry *victim = NULL;
+    for (int i = 0; i < TC_ALG3_ENTRIES; i++) {
+        tc_alg3_entry *e = &h->alg3[i];
+        if (e->key.serial != 0 && memcmp(&e->key, k, sizeof *k) == 0) {
+            e->used = ++h->alg3_clock;
+            if (e->failed)
+                return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                                    "cuSPARSE refused CSR_ALG3 for this call shape");
+            *out = e;
+            return TCSPARSE_STATUS_SUCCESS;
+        }
+        if (victim == NULL || e->key.serial == 0 || (victim->key.serial != 0 && e->used < victim->used))
+            victim = e;
+    }
+    if (victim->buf != NULL)
+        cudaFree(victim->buf);
+    memset(victim, 0, sizeof *victim);
+    size_t need = 0;
+    cusparseStatus_t s = tc_cusparse_real.spmm_buffer_size(
+        c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, (cusparseOperation_t)opB, alpha, c->sp, c->d1,
+        beta, c->d2, (cudaDataType)k->ct, CUSPARSE_SPMM_CSR_ALG3, &need);
+    if (s != CUSPARSE_STATUS_SUCCESS) {
+        victim->key = *k; /* a refusal: remembered, not asked again */
+        victim->used = ++h->alg3_clock;
+        victim->failed = 1;
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED, "cusparseSpMM_bufferSize(CSR_ALG3): %s",
+                            cusparseGetErrorName(s));
+    }
+    const size_t bytes = need < 256 ? 256 : need;
+    void *buf = NULL;
+    if (cudaMalloc(&buf, bytes) != cudaSuccess) { /* transient: the entry stays free */
+        (void)cudaGetLastError();
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "no device memory for a CSR_ALG3 workspace of %zu bytes", bytes);
+    }
+    s = tc_cusparse_real.spmm_preprocess(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                         (cusparseOperation_t)opB, alpha, c->sp, c->d1, beta,
+                                         c->d2, (cudaDataType)k->ct, CUSPARSE_SPMM_CSR_ALG3, buf);
+    /* Later calls may come on another stream: the workspace must be complete before any of
+     * them reads it.  Once per workspace. */
+    cudaError_t e = s == CUSPARSE_STATUS_SUCCESS ? cudaStreamSynchronize(h->stream) : cudaSuccess;
+    if (s != CUSPARSE_STATUS_SUCCESS || e != cudaSuccess) {
+        cudaFree(buf);
+        (void)cudaGetLastError();
+        if (s == CUSPARSE_STATUS_NOT_SUPPORTED || s == CUSPARSE_STATUS_INVALID_VALUE) {
+            victim->key = *k;
+            victim->used = ++h->alg3_clock;
+            victim->failed = 1;
+        }
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED, "%s (CSR_ALG3 preprocessing)",
+                            s != CUSPARSE_STATUS_SUCCESS ? cusparseGetErrorName(s)
+                                                         : cudaGetErrorName(e));
+    }
+    victim->key = *k;
+    victim->used = ++h->alg3_clock;
+    victim->buf = buf;
+    victim->bytes = bytes;
+    *out = victim;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_fallback_spmm_alg3(tcsparseHandle_t h, tcsparseOperation_t opB,
+                                       const void *alpha, tcsparseConstSpMatDescr_t A,
+                                       tcsparseConstDnMatDescr_t B, const void *beta,
+                                       tcsparseDnMatDescr_t C, cudaDataType ct, int run)
+{
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    tc_alg3_key k;
+    tc_alg3_key_make(&k, h, A, B, C, ct);
+    tc_alg3_entry *e;
+    st = tc_alg3_entry_get(h, &c, &k, opB, alpha, beta, &e);
+    if (st != TCSPARSE_STATUS_SUCCESS || !run)
+        return st;
+    cusparseStatus_t s = tc_cusparse_real.spmm(c.h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                               (cusparseOperation_t)opB, alpha, c.sp, c.d1, beta,
+                                               c.d2, ct, CUSPARSE_SPMM_CSR_ALG3, e->buf);
+    if (s == CUSPARSE_STATUS_SUCCESS)
+        return TCSPARSE_STATUS_SUCCESS;
+    /* Not NOT_SUPPORTED: C may be partly written, ALG_DEFAULT must not run over it.  The key
+     * runs ALG_DEFAULT from now on. */
+    e->failed = 1;
+    return tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED, "cusparseSpMM(CSR_ALG3) failed: %s",
+                        cusparseGetErrorName(s));
 }

@@ -47,6 +47,18 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                   tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
                                   const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
                                   tcsparseSpMMAlg_t alg, void *buffer);
+/* SpMM (opA non-transposed, CSR) as cuSPARSE CSR_ALG3 with a preprocessed workspace of the
+ * handle's own (the caller's buffer is not used); run = 0 only prepares the workspace.
+ * NOT_SUPPORTED, before anything is launched, where CSR_ALG3 cannot run: the caller then
+ * runs ALG_DEFAULT.  tc_alg3_release_all frees the handle's workspaces. */
+tcsparseStatus_t tc_fallback_spmm_alg3(tcsparseHandle_t h, tcsparseOperation_t opB,
+                                       const void *alpha, tcsparseConstSpMatDescr_t A,
+                                       tcsparseConstDnMatDescr_t B, const void *beta,
+                                       tcsparseDnMatDescr_t C, cudaDataType ct, int run);
+void tc_alg3_release_all(tcsparseHandle_t h);
+/* Before the handle's stream changes: waits for the old stream where the handle holds
+ * CSR_ALG3 workspaces (or retires them where it cannot). */
+void tc_alg3_stream_change(tcsparseHandle_t h, cudaStream_t old_stream);
 tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
                                                tcsparseOperation_t opB, const void *alpha,
                                                tcsparseConstDnMatDescr_t A,

@@ -47,6 +47,7 @@ tcsparseStatus_t tcsparseDestroy(tcsparseHandle_t handle)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseDestroy: handle is not a live tcsparse handle");
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    tc_alg3_release_all(handle);
     if (handle->cusp != NULL)
         st = tc_error_cusparse(cusparseDestroy(handle->cusp), "tcsparseDestroy: cusparseDestroy");
     handle->cusp = NULL;
@@ -89,6 +90,8 @@ tcsparseStatus_t tcsparseSetStream(tcsparseHandle_t handle, cudaStream_t streamI
     if (!tc_handle_ok(handle))
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSetStream: handle is NULL or not a live tcsparse handle");
+    if (streamId != handle->stream)
+        tc_alg3_stream_change(handle, handle->stream);
     /* The cuSPARSE handle first: on its failure the two must not disagree. */
     if (handle->cusp != NULL) {
         tcsparseStatus_t st = tc_error_cusparse(cusparseSetStream(handle->cusp, streamId),

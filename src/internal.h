@@ -24,7 +24,30 @@ typedef struct {
     int kind;      /* 0: none (the reason text is final); 1: SpMM model; 2: SDDMM model */
     int autoroute, balanced, occ_known, bps_base, bps_balanced, sm_count;
     double us_tc, us_cusparse, ratio, threshold;
+    int alg3;                 /* SpMM: the cuSPARSE route's CSR_ALG3 was predicted faster */
+    double us_cusparse_alg3;  /* its prediction (< 0: not considered) */
 } tc_reason_args;
+
+/* A cuSPARSE CSR_ALG3 workspace of the handle's (src/fallback.c): preprocessed for one sparse
+ * descriptor's structure and one call shape.  The key holds everything the preprocessing may
+ * depend on except the dense arrays' addresses (their alignment is in it). */
+typedef struct {
+    uint64_t serial;          /* the sparse descriptor's serial number; 0: a free entry */
+    uint64_t gen;             /* its struct_gen */
+    const void *offsets, *indices;
+    int64_t ar, ac, annz, br, bc, bld, cr, cc, cld;
+    int ot, it, base, avt, bvt, bord, cvt, cord, ct, device, align, pad_;
+} tc_alg3_key;
+
+typedef struct {
+    tc_alg3_key key;
+    void *buf;                /* device workspace, preprocessed */
+    size_t bytes;
+    int failed;               /* cuSPARSE refused CSR_ALG3: the key runs ALG_DEFAULT */
+    uint64_t used;            /* least recently used entry is replaced */
+} tc_alg3_entry;
+
+#define TC_ALG3_ENTRIES 4
 
 
 struct tcsparseContext {
@@ -49,6 +72,11 @@ struct tcsparseContext {
     int deferred;
     int quiet; /* no TCSPARSE_LOG line from the route: the interposer prints its own */
     int decide_only; /* interposer: execute calls decide and record the route, launch nothing */
+    /* CSR_ALG3 workspaces for the cuSPARSE route (fallback.c), freed at destroy.  Kept per
+     * handle: a handle's calls are ordered on its stream, so a workspace is never used by two
+     * calls at once (tcsparseSetStream waits for the old stream, or retires them). */
+    tc_alg3_entry alg3[TC_ALG3_ENTRIES];
+    uint64_t alg3_clock;
 };
 
 struct tcsparseSpMatDescr {
@@ -70,9 +98,10 @@ struct tcsparseSpMatDescr {
     int64_t values_batch_stride;  /* CSR: columns and values */
     /* Mirror descriptor for the cuSPARSE path, created on first use and kept in step. */
     cusparseSpMatDescr_t cusp;
-    /* The arrays the mirror was last given (fallback.c): comparing these costs nothing,
-     * asking cuSPARSE (cusparseCsrGet) costs a call per execution. */
+    /* The arrays the mirror was last given, and struct_gen then (fallback.c): comparing
+     * these costs nothing, asking cuSPARSE (cusparseCsrGet) costs a call per execution. */
     void *cusp_offsets, *cusp_indices, *cusp_values;
+    uint64_t cusp_gen;
     /* Tensor-core plan, NULL when none is built; see plan.h. */
     struct tc_plan *plan;
     /* Held by every call that uses the descriptor (plan, mirror) and by the setters: several
@@ -84,6 +113,13 @@ struct tcsparseSpMatDescr {
     size_t plan_refused;
     /* tcsparseReorder_t of the plan (reorder_api.c); 0 = TCSPARSE_REORDER decides */
     int reorder;
+    /* Unique per descriptor created (never 0): keys the handles' CSR_ALG3 workspaces, which
+     * a descriptor created later at the same address must not find. */
+    uint64_t serial;
+    /* Counts the structure setters (Set*Pointers, even with the same arrays: a structure
+     * rewritten in place is announced that way; strided batch): the CSR_ALG3 workspaces'
+     * preprocessing and the mirror follow it. */
+    uint64_t struct_gen;
 };
 
 struct tcsparseDnMatDescr {

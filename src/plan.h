@@ -12,6 +12,8 @@ typedef struct {
     int ab_type, c_type, tf32;
     tcsparsePath_t path;    /* the fastest of the candidates */
     float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
+    float ms_cusparse_alg3; /* the cuSPARSE route's CSR_ALG3 (route.c); negative: not one */
+    int alg3;               /* path is cuSPARSE and CSR_ALG3 was the faster algorithm */
 } tc_measured;
 
 #define TC_PLAN_MEASURED 8

@@ -41,11 +41,11 @@ void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
                  ra->bps_base, ra->occ_known ? "" : " (assumed)", ra->sm_count);
     else
         snprintf(out, n,
-                 "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/balanced %.2f "
+                 "%s; model: TC %s %.1f us, cuSPARSE%s %.1f us; schedule base/balanced %.2f "
                  "(%s %.2f), %d/%d blocks/SM%s x %d SMs",
                  ra->autoroute ? "auto" : "forced", ra->balanced ? "balanced" : "base",
-                 ra->us_tc, ra->us_cusparse, ra->ratio, ra->balanced ? ">" : "<=",
-                 ra->threshold, ra->bps_base, ra->bps_balanced,
+                 ra->us_tc, ra->alg3 ? " CSR_ALG3" : "", ra->us_cusparse, ra->ratio,
+                 ra->balanced ? ">" : "<=", ra->threshold, ra->bps_base, ra->bps_balanced,
                  ra->occ_known ? "" : " (assumed)", ra->sm_count);
 }
 
@@ -121,6 +121,38 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
     return 1;
 }
 
+/* TCSPARSE_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
+ * applies (tests), unset or anything else lets the model decide (src/select.h). */
+enum { TC_ALG3_MODEL = 0, TC_ALG3_NEVER = 1, TC_ALG3_ALWAYS = 2 };
+static int tc_alg3_mode(void)
+{
+    const char *e = getenv("TCSPARSE_CUSPARSE_ALG3");
+    if (e == NULL || e[0] == '\0' || e[1] != '\0')
+        return TC_ALG3_MODEL;
+    return e[0] == '0' ? TC_ALG3_NEVER : e[0] == '1' ? TC_ALG3_ALWAYS : TC_ALG3_MODEL;
+}
+
+/* Where the cuSPARSE route may run CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR,
+ * both operands non-transposed, row-major B and C (what the model was measured on), no batch,
+ * and not for the interposer (which runs the real cuSPARSE with the caller's arguments). */
+static int tc_alg3_applies(tcsparseHandle_t h, tcsparseOperation_t opA, tcsparseOperation_t opB,
+                           tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                           tcsparseDnMatDescr_t C, cudaDataType ct, tcsparseSpMMAlg_t alg)
+{
+    return alg == TCSPARSE_SPMM_ALG_DEFAULT && A->format == TCSPARSE_FORMAT_CSR &&
+           opA == TCSPARSE_OPERATION_NON_TRANSPOSE && opB == TCSPARSE_OPERATION_NON_TRANSPOSE &&
+           A->value_type == CUDA_R_32F && B->value_type == CUDA_R_32F &&
+           C->value_type == CUDA_R_32F && ct == CUDA_R_32F && B->order == TCSPARSE_ORDER_ROW &&
+           C->order == TCSPARSE_ORDER_ROW && A->batch_count == 1 && B->batch_count == 1 &&
+           C->batch_count == 1 && !h->defer_cusparse;
+}
+
+static void tc_decision_alg3(tc_decision *d)
+{
+    d->alg3 = 1;
+    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM(CSR_ALG3)", NULL);
+}
+
 /* The measured decision for this call's kind, if _preprocess measured one. */
 static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
                                            tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
@@ -138,7 +170,7 @@ static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_p
 /* The selector's decision for this call: occupancy of the kernels it would launch (the
  * occupancy API; without it the H100's values), the plan's statistics and chunk length. */
 static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
-                           tcsparseDnMatDescr_t C, const struct tc_plan *plan,
+                           tcsparseDnMatDescr_t C, const struct tc_plan *plan, int alg3_ok,
                            tc_sel_config *cfg, tc_sel_result *r, int *occ_known)
 {
     static const tc_chunk any_chunk = {0, 0, 0, 0};
@@ -155,6 +187,7 @@ static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
     cfg->c_bytes = (int)tc_dtype_size(C->value_type);
     cfg->sm_count = h->sm_count;
     cfg->chunk_blocks = plan->chunk_blocks;
+    cfg->alg3_ok = alg3_ok;
     int warps = 0, bps = 0;
     *occ_known = tc_spmm_occupancy(&a, &warps, &bps) == TCSPARSE_STATUS_SUCCESS;
     cfg->bps_base = *occ_known ? bps : 0;
@@ -172,22 +205,33 @@ static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
 static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t opA,
                                        tcsparseOperation_t opB, tcsparseConstSpMatDescr_t A,
                                        tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C,
-                                       cudaDataType ct, tc_decision *d, struct tc_plan **plan)
+                                       cudaDataType ct, tcsparseSpMMAlg_t alg, tc_decision *d,
+                                       struct tc_plan **plan)
 {
     cusparseHandle_t cusp;
     tcsparseRoute_t route = tc_route_effective(h);
+    const int alg3_mode = tc_alg3_mode();
+    const int alg3_ok = alg3_mode != TC_ALG3_NEVER && tc_alg3_applies(h, opA, opB, A, B, C, ct, alg);
     d->path = TCSPARSE_PATH_CUSPARSE;
     d->ra.kind = 0;
+    d->alg3 = 0;
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
         tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE", NULL);
+        if (alg3_ok && alg3_mode == TC_ALG3_ALWAYS) {
+            tc_decision_alg3(d);
+            tc_str_join(d->reason, sizeof d->reason,
+                        "route forced to cuSPARSE, CSR_ALG3 forced (TCSPARSE_CUSPARSE_ALG3=1)", NULL);
+        }
         return TCSPARSE_STATUS_SUCCESS;
     }
     tcsparseStatus_t st = tc_handle_cusparse(h, &cusp);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    if (alg3_ok && alg3_mode == TC_ALG3_ALWAYS)
+        tc_decision_alg3(d); /* wherever the route ends on cuSPARSE */
     if (!tc_spmm_eligible(h, opA, opB, A, B, C, ct, d->reason, sizeof d->reason))
         return TCSPARSE_STATUS_SUCCESS;
     st = tc_plan_get(h, A, plan);
@@ -202,9 +246,14 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_find(h, *plan, B, C) : NULL;
     if (meas != NULL) {
         d->path = meas->path;
+        d->alg3 = 0;
+        tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+        if (meas->path == TCSPARSE_PATH_CUSPARSE && alg3_ok && (meas->alg3 || alg3_mode == TC_ALG3_ALWAYS))
+            tc_decision_alg3(d);
         snprintf(d->reason, sizeof d->reason,
-                 "measured at preprocess: base %.3f ms, balanced %.3f ms, cuSPARSE %.3f ms",
-                 meas->ms_base, meas->ms_balanced, meas->ms_cusparse);
+                 "measured at preprocess: base %.3f ms, balanced %.3f ms, cuSPARSE %.3f ms, "
+                 "CSR_ALG3 %.3f ms", meas->ms_base, meas->ms_balanced, meas->ms_cusparse,
+                 meas->ms_cusparse_alg3);
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
@@ -217,13 +266,16 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     tc_sel_config cfg;
     tc_sel_result r;
     int occ_known;
-    tc_spmm_select(h, A, C, *plan, &cfg, &r, &occ_known);
+    tc_spmm_select(h, A, C, *plan, alg3_ok, &cfg, &r, &occ_known);
     const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
     tc_select_note(h, r.us_tc, r.us_cusparse);
     d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
+    if (!tc && r.use_alg3)
+        tc_decision_alg3(d);
     d->ra = (tc_reason_args){1, route == TCSPARSE_ROUTE_AUTO, r.balanced, occ_known,
                              r.bps_base, r.bps_balanced, r.sm_count, r.us_tc, r.us_cusparse,
-                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD};
+                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, r.use_alg3,
+                             r.us_cusparse_alg3};
     d->reason[0] = '\0';
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -279,11 +331,17 @@ typedef struct {
     cudaDataType ct;
     tcsparseSpMMAlg_t alg;
     void *buffer;
+    int alg3_ok; /* the cuSPARSE route may run CSR_ALG3: measured as a fourth candidate */
 } tc_spmm_call;
+
+/* TC_PATH_ALG3: the cuSPARSE route as CSR_ALG3, a candidate of the measured mode only. */
+#define TC_PATH_ALG3 ((tcsparsePath_t)100)
 
 static tcsparseStatus_t tc_run_path(tcsparseHandle_t h, const tc_spmm_call *c,
                                     const struct tc_plan *plan, tcsparsePath_t path)
 {
+    if (path == TC_PATH_ALG3)
+        return tc_fallback_spmm_alg3(h, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct, 1);
     if (path == TCSPARSE_PATH_CUSPARSE)
         return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                 c->alg, c->buffer);
@@ -337,14 +395,22 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
     m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
     m.ms_balanced = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
     m.ms_cusparse = tc_time_path(h, &c, plan, TCSPARSE_PATH_CUSPARSE, e0, e1);
+    m.ms_cusparse_alg3 = c.alg3_ok ? tc_time_path(h, &c, plan, TC_PATH_ALG3, e0, e1) : -1.0f;
     m.path = TCSPARSE_PATH_CUSPARSE;
     float best = m.ms_cusparse;
+    if (m.ms_cusparse_alg3 >= 0.0f && (best < 0.0f || m.ms_cusparse_alg3 < best)) {
+        m.alg3 = 1;
+        best = m.ms_cusparse_alg3;
+    }
     if (m.ms_base >= 0.0f && (best < 0.0f || m.ms_base < best)) {
         m.path = TCSPARSE_PATH_TC_BASE;
+        m.alg3 = 0;
         best = m.ms_base;
     }
-    if (m.ms_balanced >= 0.0f && (best < 0.0f || m.ms_balanced < best))
+    if (m.ms_balanced >= 0.0f && (best < 0.0f || m.ms_balanced < best)) {
         m.path = TCSPARSE_PATH_TC_BALANCED;
+        m.alg3 = 0;
+    }
     if (plan->nmeasured == TC_PLAN_MEASURED) {
         memmove(&plan->measured[0], &plan->measured[1], sizeof m * (TC_PLAN_MEASURED - 1));
         plan->nmeasured--;
@@ -391,7 +457,7 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
 {
     tc_decision d;
     struct tc_plan *plan;
-    tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
+    tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_route_record(h, &d);
@@ -400,15 +466,24 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     h->deferred = h->defer_cusparse;
     st = h->deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_spmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st == TCSPARSE_STATUS_SUCCESS && d.path == TCSPARSE_PATH_CUSPARSE && d.alg3 &&
+        !h->deferred) {
+        /* the CSR_ALG3 workspace now, so that the first execution does not pay for it; where
+         * it cannot be had, executions run ALG_DEFAULT */
+        (void)tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 0);
+        tc_error_clear(); /* an optimisation only: executions fall back where it failed */
+    }
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
     }
     if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_route_effective(h) == TCSPARSE_ROUTE_AUTO &&
         tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
-        tc_spmm_call c = {opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
+        tc_spmm_call c = {opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
+                          tc_alg3_mode() != TC_ALG3_NEVER &&
+                              tc_alg3_applies(h, opA, opB, A, B, C, ct, alg)};
         tc_spmm_measure(h, &c, plan);
-        st = tc_spmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
+        st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
         if (st == TCSPARSE_STATUS_SUCCESS)
             tc_route_record(h, &d);
     }
@@ -423,7 +498,7 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
-    tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
+    tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     if (h->decide_only) { /* the interposer asks where the call would go */
@@ -431,11 +506,32 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         h->deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    if (d.path != TCSPARSE_PATH_CUSPARSE)
+    if (d.path != TCSPARSE_PATH_CUSPARSE) {
         st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, &d);
+        tc_route_record(h, &d);
+        h->deferred = 0;
+        return st;
+    }
+    h->deferred = h->defer_cusparse;
+    if (h->deferred) {
+        tc_route_record(h, &d);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    if (d.alg3) {
+        st = tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 1);
+        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
+            tc_route_record(h, &d);
+            return st;
+        }
+        /* CSR_ALG3 cannot run here (refused, no memory, a capture): ALG_DEFAULT as asked */
+        char why[96];
+        snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        d.alg3 = 0;
+        d.ra.kind = 0; /* the model's text would quote the CSR_ALG3 prediction */
+        tc_str_join(d.kernel, sizeof d.kernel, "cusparseSpMM", NULL);
+        snprintf(d.reason, sizeof d.reason, "cuSPARSE; CSR_ALG3 not available (%s)", why);
+    }
     tc_route_record(h, &d);
-    h->deferred = d.path == TCSPARSE_PATH_CUSPARSE && h->defer_cusparse;
-    if (d.path == TCSPARSE_PATH_CUSPARSE && !h->deferred)
-        st = tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    return st;
+    return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
 }

@@ -12,6 +12,7 @@ typedef struct {
     char kernel[64];
     char reason[160];
     tc_reason_args ra;
+    int alg3; /* SpMM on the cuSPARSE path: run as CSR_ALG3 (fallback.c) */
 } tc_decision;
 
 /* The reason text of a model decision. */

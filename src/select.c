@@ -30,13 +30,17 @@
  * (SDDMM: B MB, A MB, C and index MB in place of B, C, A; see docs/selector.md). */
 /* BEGIN COEFFICIENTS (bench/fit_model.py) */
 static const double tc_coef_spmm[3][TC_SEL_NX] = { /* 3xTF32, TF32, 16-bit */
-    {6.64339, 482.567, 0, 0.094627, 0.306955, 1.15508, 0.0234049, 4.87688},
-    {5.4689, 674.921, 0, 0.0539537, 0.435886, 0.841324, 0, 4.58007},
-    {8.00544, 413.325, 0, 0.00348389, 0.37177, 1.68611, 2.51204, 5.56628},
+    {6.84621, 483.001, 0, 0.0944163, 0.303866, 1.08846, 0, 4.67397},
+    {5.7106, 675.301, 0, 0.0507521, 0.420758, 0.823957, 0, 4.35399},
+    {7.59794, 406.351, 0, 0, 0.350695, 1.72855, 2.65072, 5.40083},
 };
 static const double cu_coef_spmm[2][TC_SEL_NY] = { /* 32-bit, 16-bit */
-    {17.6348, 0.0806884, 0.0567249, 0.831982, 3.92923, 2.06705},
-    {21.1427, 0.0818438, 0, 1.16334, 7.56557, 0},
+    {18.6472, 0.0834671, 0.0629586, 0.811059, 3.57246, 1.13035},
+    {21.1635, 0.0625414, 0, 1.06642, 7.6148, 0},
+};
+static const double cu3_coef_spmm[2][TC_SEL_NY] = { /* cuSPARSE CSR_ALG3: 32-bit, 16-bit */
+    {9.74843, 0.104315, 0.0619474, 1.20528, 1.00691, 7.04311},
+    {8.28733, 0.0877522, 0, 1.69887, 2.2219, 104.758},
 };
 static const double tc_coef_sddmm[3][TC_SEL_NX] = { /* 3xTF32, TF32, 16-bit */
     {5.86071, 202.85, 408.298, 0.101364, 0.84133, 0.984041, 0, 0},
@@ -258,6 +262,11 @@ double tc_select_predict_cusparse(int op, int ab_bytes, const double *y)
     return tc_sel_dot(op == TC_SEL_OP_SDDMM ? cu_coef_sddmm[c] : cu_coef_spmm[c], y, TC_SEL_NY);
 }
 
+double tc_select_predict_cusparse_alg3(int ab_bytes, const double *y)
+{
+    return tc_sel_dot(cu3_coef_spmm[ab_bytes == 2], y, TC_SEL_NY);
+}
+
 /* Distinct (window, column) pairs: the B rows ME-TCF fetches.  Every non-empty window's last
  * block is on average half padding (3.5 of 8 columns). */
 static double distinct_cols(const tcsparseMetcfStats_t *s)
@@ -344,7 +353,8 @@ static int same_config(const tc_sel_config *a, const tc_sel_config *b)
     return a->op == b->op && a->prec == b->prec && a->N == b->N && a->ab_bytes == b->ab_bytes &&
            a->c_bytes == b->c_bytes && a->sm_count == b->sm_count &&
            a->bps_base == b->bps_base && a->bps_balanced == b->bps_balanced &&
-           a->warps == b->warps && a->slices == b->slices && a->chunk_blocks == b->chunk_blocks;
+           a->warps == b->warps && a->slices == b->slices && a->chunk_blocks == b->chunk_blocks &&
+           a->alg3_ok == b->alg3_ok;
 }
 
 int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_sel_result *r)
@@ -382,7 +392,16 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
     tc_sel_features(s, c, &p, ch, r);
     r->us_base = tc_select_predict_tc(c->op, c->prec, r->x_base);
     r->us_balanced = tc_select_predict_tc(c->op, c->prec, r->x_balanced);
-    r->us_cusparse = tc_select_predict_cusparse(c->op, c->ab_bytes, r->y_cusparse);
+    r->us_cusparse_default = tc_select_predict_cusparse(c->op, c->ab_bytes, r->y_cusparse);
+    r->us_cusparse = r->us_cusparse_default;
+    r->us_cusparse_alg3 = -1.0;
+    if (c->op == TC_SEL_OP_SPMM && c->alg3_ok && c->ab_bytes == 4 &&
+        r->us_cusparse_default < TC_SEL_ALG3_MAX_US) {
+        r->us_cusparse_alg3 = tc_select_predict_cusparse_alg3(c->ab_bytes, r->y_cusparse);
+        r->use_alg3 = r->us_cusparse_alg3 * TC_SEL_ALG3_MARGIN < r->us_cusparse_default;
+        if (r->use_alg3)
+            r->us_cusparse = r->us_cusparse_alg3;
+    }
     r->us_tc = r->balanced ? r->us_balanced : r->us_base;
     const double margin = c->op == TC_SEL_OP_SDDMM ? TC_SEL_GAIN_MARGIN_SDDMM : TC_SEL_GAIN_MARGIN;
     r->use_tc = r->us_tc * margin < r->us_cusparse;

@@ -66,6 +66,8 @@ typedef struct {
     int warps;                /* warps per thread block of the tensor-core kernel */
     int slices;               /* thread blocks along N per work item (1 for SDDMM) */
     int64_t chunk_blocks;     /* the plan's balanced chunk length */
+    int alg3_ok;              /* SpMM: the cuSPARSE route may run CSR_ALG3 (CSR, ALG_DEFAULT
+                               * asked, FP32): the model then also predicts that algorithm */
 } tc_sel_config;
 
 /* Features of the cost model (all linear: prediction = coefficients . features, in us). */
@@ -78,7 +80,11 @@ typedef struct {
     double balance_ratio;            /* mk_base / mk_balanced */
     int balanced;                    /* balance_ratio > the threshold */
     double x_base[TC_SEL_NX], x_balanced[TC_SEL_NX], y_cusparse[TC_SEL_NY];
-    double us_base, us_balanced, us_cusparse; /* predicted times */
+    double us_base, us_balanced;     /* predicted times of the tensor-core kernels */
+    double us_cusparse_default;      /* cuSPARSE with the algorithm asked (ALG_DEFAULT) */
+    double us_cusparse_alg3;         /* cuSPARSE CSR_ALG3, preprocessed; -1: not considered */
+    int use_alg3;                    /* the cuSPARSE route runs CSR_ALG3 (see TC_SEL_ALG3_*) */
+    double us_cusparse;              /* the cuSPARSE route's prediction (the chosen algorithm) */
     double us_tc;                    /* of the kernel the simulation chose */
     int use_tc;                      /* us_tc * the gain margin < us_cusparse */
     int sm_count, bps_base, bps_balanced; /* what the simulation used */
@@ -96,6 +102,15 @@ typedef struct {
  * a margin. */
 #define TC_SEL_GAIN_MARGIN 1.0
 #define TC_SEL_GAIN_MARGIN_SDDMM 1.0
+/* The cuSPARSE route of an FP32 CSR SpMM asked with ALG_DEFAULT runs CSR_ALG3 (with its own
+ * preprocessed workspace, src/fallback.c) when the model predicts ALG_DEFAULT under
+ * TC_SEL_ALG3_MAX_US and CSR_ALG3 faster by TC_SEL_ALG3_MARGIN.  On the 1254 H100 cases of
+ * docs/results, CSR_ALG3 is 1.3x faster than ALG_DEFAULT (geomean) on small matrices but up
+ * to 4x slower on large skewed ones (R-MAT, ogbl-ddi) and on 16-bit inputs, which the
+ * linear model (19% error) does not separate: the limit keeps the choice where it is safe
+ * (bench/fit_model.py --alg3-max-us, --alg3-margin; docs/selector.md). */
+#define TC_SEL_ALG3_MARGIN 1.0
+#define TC_SEL_ALG3_MAX_US 60.0
 
 /* The decision for the statistics s under configuration c.  Deterministic; results are
  * cached per thread (keyed by the whole statistics and configuration), so a repeated call
@@ -105,6 +120,8 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
 /* Prediction of each path from features (exposed for the tests and the refit helper). */
 double tc_select_predict_tc(int op, int prec, const double *x);
 double tc_select_predict_cusparse(int op, int ab_bytes, const double *y);
+/* cuSPARSE CSR_ALG3 (SpMM, preprocessed), from the same features. */
+double tc_select_predict_cusparse_alg3(int ab_bytes, const double *y);
 
 /* H100 occupancy assumed where the device's is unknown (no GPU: tests, refit). */
 int tc_select_h100_bps(int op, int prec, int warps, int balanced);

@@ -4,6 +4,7 @@
  * empty matrices, host and device scalars, a non-default stream, FP32 and FP16 inputs.
  * Outputs are poisoned with NaN where they must not be read or written: the padding of C
  * (and of the inputs) must come back untouched, and with beta = 0 the whole of C is NaN. */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -384,10 +385,68 @@ static void negate_values(tc_csr *A, cudaDataType t)
     (void)t;
 }
 
+/* Whether the cuSPARSE route may run the case as CSR_ALG3 (src/route.c, tc_alg3_applies). */
+static int alg3_applies(const spmm_case *k)
+{
+    return k->fmt == CSR && k->opA == N_ && k->opB == N_ && k->alg == DEF && k->ab == F32 &&
+           k->c == F32 && k->ordB == ROW && k->ordC == ROW;
+}
+
+/* With TCSPARSE_CUSPARSE_ALG3=1: the call ran as CSR_ALG3 where that applies (must, for
+ * 32-bit indices and base 0; may fall back to ALG_DEFAULT, with the reason, elsewhere), and
+ * as asked everywhere else. */
+static void expect_alg3(tcsparseHandle_t h, const spmm_case *k, const char *what)
+{
+    tcsparseRouteInfo_t info;
+    TC_OK(tcsparseGetLastRoute(h, &info));
+    cr_assert_eq(info.path, TCSPARSE_PATH_CUSPARSE, "%s: path %d", what, (int)info.path);
+    const int ran3 = strcmp(info.kernel, "cusparseSpMM(CSR_ALG3)") == 0;
+    if (!alg3_applies(k))
+        cr_assert(!ran3, "%s: CSR_ALG3 where it does not apply", what);
+    else if (!k->idx64 && k->base == 0)
+        cr_assert(ran3, "%s: ran %s (%s)", what, info.kernel, info.reason);
+    else if (!ran3)
+        cr_log_info("%s: CSR_ALG3 fell back: %s", what, info.reason);
+}
+
+static void spmm_run(const spmm_case *k, int id, int alg3);
+
 ParameterizedTest(spmm_case *k, gpu_cusparse, spmm)
 {
+    spmm_run(k, spmm_index(k), 0);
+}
+
+/* The same cases with the cuSPARSE route's CSR_ALG3 forced where it applies (the selector
+ * chooses it on small FP32 CSR matrices), plus three more that change values, structure
+ * arrays, stream and pointer mode between calls on the same descriptor. */
+static spmm_case spmm_alg3_cases[sizeof spmm_cases / sizeof spmm_cases[0] + 3];
+
+ParameterizedTestParameters(gpu_cusparse, spmm_alg3)
+{
+    const size_t n = sizeof spmm_cases / sizeof spmm_cases[0];
+    memcpy(spmm_alg3_cases, spmm_cases, sizeof spmm_cases);
+    const spmm_case extra[3] = {
+        {CSR, 0, 0, 61, 45, 20, N_, N_, ROW, ROW, 0, 2, F32, F32, 1.0, -1.0, 0, 0, DEF, 1, 0, 1},
+        {CSR, 0, 0, 37, 53, 40, N_, N_, ROW, ROW, 0, 0, F32, F32, 1.0, 0.5, 0, 0, DEF, 0, 0, 2},
+        {CSR, 0, 0, 37, 53, 33, N_, N_, ROW, ROW, 3, 1, F32, F32, -1.5, 0.5, 1, 1, DEF, 0, 0, 2},
+    };
+    memcpy(spmm_alg3_cases + n, extra, sizeof extra);
+    return cr_make_param_array(spmm_case, spmm_alg3_cases, n + 3);
+}
+
+ParameterizedTest(spmm_case *k, gpu_cusparse, spmm_alg3)
+{
+    int id = -1;
+    for (size_t i = 0; i < sizeof spmm_alg3_cases / sizeof spmm_alg3_cases[0]; i++)
+        if (memcmp(&spmm_alg3_cases[i], k, sizeof *k) == 0)
+            id = (int)i;
+    setenv("TCSPARSE_CUSPARSE_ALG3", "1", 1);
+    spmm_run(k, id, 1);
+}
+
+static void spmm_run(const spmm_case *k, int id, int alg3)
+{
     TC_REQUIRE_GPU();
-    int id = spmm_index(k);
     uint64_t seed = 0x5eed0000u + (uint64_t)id;
     int64_t M = k->opA == N_ ? k->m0 : k->k0, K = k->opA == N_ ? k->k0 : k->m0, N = k->n;
     tc_csr A;
@@ -446,10 +505,12 @@ ParameterizedTest(spmm_case *k, gpu_cusparse, spmm)
                                           k->alg, buf));
         TC_OK(tcsparseSpMM(h, k->opA, k->opB, al, sA, sB, be, sC, CUDA_R_32F, k->alg, buf));
         expect_cusparse_path(h);
+        char what[64];
+        snprintf(what, sizeof what, "spmm%s case %d pass %d", alg3 ? "_alg3" : "", id, pass);
+        if (alg3)
+            expect_alg3(h, k, what);
         CUDA_OK(cudaMemcpyAsync(hOut, dC, esize(k->c) * nC, cudaMemcpyDeviceToHost, stream));
         CUDA_OK(cudaStreamSynchronize(stream));
-        char what[64];
-        snprintf(what, sizeof what, "spmm case %d pass %d", id, pass);
         check_dense(&R, hOut, k->c, bound(k->ab, k->c), what);
         cudaFree(buf);
     }
@@ -605,4 +666,181 @@ ParameterizedTest(sddmm_case *k, gpu_cusparse, sddmm)
     free(A.val);
     free(B.val);
     tc_csr_free(&C);
+}
+
+/* ---- the cuSPARSE route's CSR_ALG3 workspaces ------------------------------------------ */
+
+/* Row r of the result is row rows-1-r of A (same nnz, the row lengths permuted). */
+static void reverse_rows(tc_csr *A)
+{
+    int64_t *off = malloc(sizeof *off * (size_t)(A->rows + 1));
+    int32_t *col = malloc(sizeof *col * (size_t)A->nnz + 1);
+    double *val = malloc(sizeof *val * (size_t)A->nnz + 1);
+    off[0] = 0;
+    for (int64_t r = 0; r < A->rows; r++) {
+        int64_t src = A->rows - 1 - r, a = A->row_off[src], b = A->row_off[src + 1];
+        memcpy(col + off[r], A->col + a, sizeof *col * (size_t)(b - a));
+        memcpy(val + off[r], A->val + a, sizeof *val * (size_t)(b - a));
+        off[r + 1] = off[r] + (b - a);
+    }
+    free(A->row_off);
+    free(A->col);
+    free(A->val);
+    A->row_off = off;
+    A->col = col;
+    A->val = val;
+}
+
+/* One FP32 CSR descriptor through a sequence of calls with CSR_ALG3 forced: two widths of B
+ * and C in turn (two workspaces of the handle), values rewritten in place, then new structure
+ * arrays with another pattern (same nnz) set by tcsparseCsrSetPointers, and a second
+ * descriptor created after the first is destroyed.  Every result against the reference:
+ * a workspace preprocessed for the old pattern must never be used for the new one. */
+Test(gpu_cusparse, alg3_workspaces_follow_the_structure)
+{
+    TC_REQUIRE_GPU();
+    setenv("TCSPARSE_CUSPARSE_ALG3", "1", 1);
+    const int64_t M = 300, K = 211;
+    const int widths[2] = {32, 96};
+    tc_csr A;
+    random_csr(M, K, 1, F32, 0xa13a13u, &A);
+    dev_sparse dA;
+    sparse_to_device(&A, CSR, 0, 0, F32, 0, &dA);
+    tcsparseHandle_t h = make_handle();
+    tcsparseSpMatDescr_t sA;
+    TC_OK(tcsparseCreateCsr(&sA, M, K, A.nnz, dA.off, dA.idx, dA.val, TCSPARSE_INDEX_32I,
+                            TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, F32));
+    tc_ref_dense B[2], C0[2], R;
+    void *hB[2], *hC[2], *dB[2], *dC[2];
+    tcsparseDnMatDescr_t sB[2], sC[2];
+    for (int w = 0; w < 2; w++) {
+        random_dense(K, widths[w], ROW, 0, F32, 0, 0xb0u + (uint64_t)w, &B[w], &hB[w]);
+        random_dense(M, widths[w], ROW, 0, F32, 0, 0xc0u + (uint64_t)w, &C0[w], &hC[w]);
+        dB[w] = to_device(hB[w], 4 * (size_t)(K * widths[w]));
+        dC[w] = to_device(hC[w], 4 * (size_t)(M * widths[w]));
+        TC_OK(tcsparseCreateDnMat(&sB[w], K, widths[w], widths[w], dB[w], F32, ROW));
+        TC_OK(tcsparseCreateDnMat(&sC[w], M, widths[w], widths[w], dC[w], F32, ROW));
+    }
+    float *hOut = malloc(4 * (size_t)(M * widths[1]));
+    const float alpha = 1.25f, beta = -0.5f;
+    dev_sparse dA2 = {0};
+    for (int step = 0; step < 10; step++) {
+        const int w = step % 2;
+        if (step == 4) { /* values rewritten in place: the same arrays */
+            negate_values(&A, F32);
+            float *v = malloc(4 * (size_t)A.nnz + 1);
+            for (int64_t p = 0; p < A.nnz; p++)
+                v[p] = (float)A.val[p];
+            CUDA_OK(cudaMemcpy(dA.val, v, 4 * (size_t)A.nnz, cudaMemcpyHostToDevice));
+            free(v);
+        }
+        if (step == 6) { /* another pattern, same nnz, other row lengths: rows reversed */
+            reverse_rows(&A);
+            sparse_to_device(&A, CSR, 0, 0, F32, 0, &dA2);
+            TC_OK(tcsparseCsrSetPointers(sA, dA2.off, dA2.idx, dA2.val));
+        }
+        if (step == 8) { /* rewritten in place, announced with the same arrays */
+            reverse_rows(&A);
+            dev_sparse t;
+            sparse_to_device(&A, CSR, 0, 0, F32, 0, &t);
+            CUDA_OK(cudaMemcpy(dA2.off, t.off, 4 * (size_t)(M + 1), cudaMemcpyDeviceToDevice));
+            CUDA_OK(cudaMemcpy(dA2.idx, t.idx, 4 * (size_t)A.nnz, cudaMemcpyDeviceToDevice));
+            CUDA_OK(cudaMemcpy(dA2.val, t.val, 4 * (size_t)A.nnz, cudaMemcpyDeviceToDevice));
+            sparse_free(&t);
+            TC_OK(tcsparseCsrSetPointers(sA, dA2.off, dA2.idx, dA2.val));
+        }
+        CUDA_OK(cudaMemcpy(dC[w], hC[w], 4 * (size_t)(M * widths[w]), cudaMemcpyHostToDevice));
+        size_t bytes = 0;
+        void *buf = NULL;
+        TC_OK(tcsparseSpMM_bufferSize(h, N_, N_, &alpha, sA, sB[w], &beta, sC[w], F32, DEF, &bytes));
+        if (bytes > 0)
+            CUDA_OK(cudaMalloc(&buf, bytes));
+        TC_OK(tcsparseSpMM(h, N_, N_, &alpha, sA, sB[w], &beta, sC[w], F32, DEF, buf));
+        tcsparseRouteInfo_t info;
+        TC_OK(tcsparseGetLastRoute(h, &info));
+        cr_assert_str_eq(info.kernel, "cusparseSpMM(CSR_ALG3)", "step %d: %s", step, info.reason);
+        CUDA_OK(cudaMemcpy(hOut, dC[w], 4 * (size_t)(M * widths[w]), cudaMemcpyDeviceToHost));
+        R = C0[w];
+        R.val = malloc(sizeof(double) * (size_t)(M * widths[w]));
+        memcpy(R.val, C0[w].val, sizeof(double) * (size_t)(M * widths[w]));
+        tc_ref_spmm(N_, N_, alpha, &A, &B[w], beta, &R);
+        char what[48];
+        snprintf(what, sizeof what, "alg3 step %d", step);
+        check_dense(&R, hOut, F32, 1e-5, what);
+        free(R.val);
+        cudaFree(buf);
+    }
+    /* The first pattern written over the second's arrays in place, and a new descriptor (maybe
+     * at the old one's address) on them: same arrays, same sizes, other row lengths.  Its
+     * own workspace, never the destroyed descriptor's. */
+    TC_OK(tcsparseDestroySpMat(sA));
+    tc_csr A1;
+    random_csr(M, K, 1, F32, 0xa13a13u, &A1); /* the first pattern again */
+    dev_sparse dA1;
+    sparse_to_device(&A1, CSR, 0, 0, F32, 0, &dA1);
+    CUDA_OK(cudaMemcpy(dA2.off, dA1.off, 4 * (size_t)(M + 1), cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaMemcpy(dA2.idx, dA1.idx, 4 * (size_t)A1.nnz, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaMemcpy(dA2.val, dA1.val, 4 * (size_t)A1.nnz, cudaMemcpyDeviceToDevice));
+    TC_OK(tcsparseCreateCsr(&sA, M, K, A1.nnz, dA2.off, dA2.idx, dA2.val, TCSPARSE_INDEX_32I,
+                            TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, F32));
+    CUDA_OK(cudaMemcpy(dC[0], hC[0], 4 * (size_t)(M * widths[0]), cudaMemcpyHostToDevice));
+    size_t bytes0 = 0;
+    void *buf0 = NULL;
+    TC_OK(tcsparseSpMM_bufferSize(h, N_, N_, &alpha, sA, sB[0], &beta, sC[0], F32, DEF, &bytes0));
+    if (bytes0 > 0)
+        CUDA_OK(cudaMalloc(&buf0, bytes0));
+    TC_OK(tcsparseSpMM(h, N_, N_, &alpha, sA, sB[0], &beta, sC[0], F32, DEF, buf0));
+    tcsparseRouteInfo_t info;
+    TC_OK(tcsparseGetLastRoute(h, &info));
+    cr_assert_str_eq(info.kernel, "cusparseSpMM(CSR_ALG3)", "new descriptor: %s", info.reason);
+    CUDA_OK(cudaMemcpy(hOut, dC[0], 4 * (size_t)(M * widths[0]), cudaMemcpyDeviceToHost));
+    R = C0[0];
+    R.val = malloc(sizeof(double) * (size_t)(M * widths[0]));
+    memcpy(R.val, C0[0].val, sizeof(double) * (size_t)(M * widths[0]));
+    tc_ref_spmm(N_, N_, alpha, &A1, &B[0], beta, &R);
+    check_dense(&R, hOut, F32, 1e-5, "alg3 new descriptor");
+
+    /* Inside a stream capture no workspace is used (the graph would outlive it): the call is
+     * captured as ALG_DEFAULT with the caller's buffer, and the replayed graph computes C. */
+    cudaStream_t cs;
+    CUDA_OK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    TC_OK(tcsparseSetStream(h, cs));
+    CUDA_OK(cudaMemcpy(dC[0], hC[0], 4 * (size_t)(M * widths[0]), cudaMemcpyHostToDevice));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+    tcsparseStatus_t cst = tcsparseSpMM(h, N_, N_, &alpha, sA, sB[0], &beta, sC[0], F32, DEF, buf0);
+    CUDA_OK(cudaStreamEndCapture(cs, &graph));
+    cr_assert_eq(cst, TCSPARSE_STATUS_SUCCESS, "captured call: %s", tcsparseGetLastErrorMessage());
+    TC_OK(tcsparseGetLastRoute(h, &info));
+    cr_assert_str_eq(info.kernel, "cusparseSpMM", "captured call ran %s (%s)", info.kernel, info.reason);
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, cs));
+    CUDA_OK(cudaStreamSynchronize(cs));
+    CUDA_OK(cudaMemcpy(hOut, dC[0], 4 * (size_t)(M * widths[0]), cudaMemcpyDeviceToHost));
+    check_dense(&R, hOut, F32, 1e-5, "alg3 captured graph");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    TC_OK(tcsparseSetStream(h, NULL));
+    cudaStreamDestroy(cs);
+    cudaFree(buf0);
+    free(R.val);
+    TC_OK(tcsparseDestroySpMat(sA));
+    for (int w = 0; w < 2; w++) {
+        TC_OK(tcsparseDestroyDnMat(sB[w]));
+        TC_OK(tcsparseDestroyDnMat(sC[w]));
+        cudaFree(dB[w]);
+        cudaFree(dC[w]);
+        free(hB[w]);
+        free(hC[w]);
+        free(B[w].val);
+        free(C0[w].val);
+    }
+    TC_OK(tcsparseDestroy(h));
+    sparse_free(&dA);
+    sparse_free(&dA1);
+    sparse_free(&dA2);
+    free(hOut);
+    tc_csr_free(&A);
+    tc_csr_free(&A1);
 }

@@ -108,6 +108,9 @@ static const stat_row ogbl_ddi = {4267, 4267, 2135822, 267, 0, 82496, 420, 13650
 static const stat_row proteins64 = {2782144, 2782144, 10373632, 173884, 0, 823764, 16, 82219208, 52623108,
                                     {0, 0, 140, 78392, 94804, 548}};
 
+static const stat_row ca_hepth = {9877, 9877, 51946, 618, 0, 6623, 24, 500638, 247296,
+                                  {0, 0, 1, 3, 153, 429, 32}};
+
 static tcsparseMetcfStats_t stats_of(const stat_row *r)
 {
     tcsparseMetcfStats_t s;
@@ -286,6 +289,12 @@ Test(route_reason, spmm_and_sddmm_texts)
     tc_reason_format(&ra, buf, sizeof buf);
     cr_expect_str_eq(buf, "forced; model: TC chunked 12.5 us, cuSPARSE 20.3 us; schedule "
                           "base/chunked 1.50 (> 1.10), 8 blocks/SM (assumed) x 132 SMs");
+    /* the cuSPARSE route's CSR_ALG3 is named */
+    ra = sample_reason(1);
+    ra.alg3 = 1;
+    tc_reason_format(&ra, buf, sizeof buf);
+    cr_expect_str_eq(buf, "auto; model: TC base 12.5 us, cuSPARSE CSR_ALG3 20.3 us; schedule "
+                          "base/balanced 1.04 (<= 1.10), 8/7 blocks/SM x 132 SMs");
     /* a short buffer gets a truncated, terminated text */
     char small[16];
     tc_reason_format(&ra, small, sizeof small);
@@ -375,4 +384,38 @@ Test(route_reason, str_join_copies_and_cuts)
     cr_assert_str_eq(e, "keep");
     tc_str_join(k, sizeof k, "", "b");
     cr_assert_str_eq(k, "_b");
+}
+
+/* The cuSPARSE route's algorithm: CSR_ALG3 where it applies (alg3_ok), the inputs are 32-bit
+ * and the default algorithm is predicted fast (latency-bound); never for 16-bit inputs or
+ * large matrices, where the model cannot tell when CSR_ALG3 collapses (R-MAT: 3.0 vs 1.7 ms
+ * at N = 128). */
+Test(select_decide, cusparse_alg3_where_it_is_safe)
+{
+    /* ca-HepTh, FP32, N = 32 on the H100: ALG_DEFAULT 24.6 us, CSR_ALG3 13.3 us, TC base
+     * 20.8 us: CSR_ALG3 is predicted faster than both */
+    tcsparseMetcfStats_t s = stats_of(&ca_hepth);
+    tc_sel_config c = spmm_cfg(TC_SEL_P_3XTF32, 32);
+    tc_sel_result r;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(!r.use_alg3 && r.us_cusparse_alg3 < 0.0, "not asked for: not considered");
+    cr_assert_float_eq(r.us_cusparse, r.us_cusparse_default, 1e-12);
+    c.alg3_ok = 1;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(r.us_cusparse_default < TC_SEL_ALG3_MAX_US, "default %.1f us", r.us_cusparse_default);
+    cr_assert(r.use_alg3 && r.us_cusparse_alg3 * TC_SEL_ALG3_MARGIN < r.us_cusparse_default,
+              "alg3 %.1f default %.1f", r.us_cusparse_alg3, r.us_cusparse_default);
+    cr_assert_float_eq(r.us_cusparse, r.us_cusparse_alg3, 1e-12);
+    cr_assert(!r.use_tc, "tc %.1f vs cuSPARSE CSR_ALG3 %.1f", r.us_tc, r.us_cusparse);
+    /* 16-bit inputs: CSR_ALG3 measured up to 4x slower than the default; never chosen */
+    c = spmm_cfg(TC_SEL_P_F16, 128);
+    c.alg3_ok = 1;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(!r.use_alg3 && r.us_cusparse_alg3 < 0.0);
+    /* R-MAT 20: far above the limit, not considered */
+    s = stats_of(&rmat20);
+    c = spmm_cfg(TC_SEL_P_TF32, 128);
+    c.alg3_ok = 1;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(!r.use_alg3 && r.us_cusparse_alg3 < 0.0 && r.us_cusparse_default > TC_SEL_ALG3_MAX_US);
 }
