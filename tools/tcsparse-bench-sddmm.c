@@ -162,8 +162,8 @@ static int prepare_variant(ctx_t *c, int v)
 }
 
 /* Times the variants with want[v] set, interleaved (as tools/tcsparse-bench.c does): warm-up
- * runs of each, then every repetition runs each variant once in turn, CUDA events around
- * each call; ms[v] gets the median, -1 for a variant whose run failed. */
+ * runs of each, then every repetition runs each variant in turn, an untimed run then a timed
+ * one (CUDA events around it); ms[v] gets the median, -1 for a variant whose run failed. */
 static void time_variants(ctx_t *c, const int *want, float *ms, const opts_t *o)
 {
     float *t[V_COUNT] = {0};
@@ -183,6 +183,13 @@ static void time_variants(ctx_t *c, const int *want, float *ms, const opts_t *o)
         for (int v = 0; v < V_COUNT; v++) {
             if (!live[v])
                 continue;
+            /* one untimed run first: the timed one finds its own data in L2, as it would
+             * in a loop of calls, not the previous variant's */
+            if (run_variant(c, v)) {
+                fprintf(stderr, "  %s: a run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+                continue;
+            }
             CK(cudaEventRecord(c->e0, 0));
             int failed = run_variant(c, v); /* events around no work would time nothing */
             CK(cudaEventRecord(c->e1, 0));

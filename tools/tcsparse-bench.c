@@ -179,8 +179,8 @@ static int prepare_variant(ctx_t *c, int v)
 }
 
 /* Times the variants with want[v] set, interleaved: warm-up runs of each, then each
- * repetition runs every variant once, in turn (CUDA events around each call, the GPU idle
- * before it), and ms[v] gets the median.  Timing one variant after another let clock and
+ * repetition runs every variant in turn, an untimed run then a timed one (CUDA events
+ * around the call, the GPU idle before it), and ms[v] gets the median.  Timing one variant after another let clock and
  * cache drift between the variants' turns show up as differences of 0.3-0.5 us between
  * identical calls on matrices that take 20 us.  A failed run drops its variant (-1). */
 static void time_variants(ctx_t *c, const int *want, float *ms, cudaDataType vt, const opts_t *o)
@@ -202,6 +202,13 @@ static void time_variants(ctx_t *c, const int *want, float *ms, cudaDataType vt,
         for (int v = 0; v < V_COUNT; v++) {
             if (!live[v])
                 continue;
+            /* one untimed run first: the timed one finds its own data in L2, as it would
+             * in a loop of calls, not the previous variant's */
+            if (run_variant(c, v, vt)) {
+                fprintf(stderr, "  %s: a run failed; variant dropped\n", vname[v]);
+                live[v] = 0;
+                continue;
+            }
             CK(cudaEventRecord(c->e0, 0));
             int failed = run_variant(c, v, vt); /* events around no work would time nothing */
             CK(cudaEventRecord(c->e1, 0));
