@@ -7,8 +7,11 @@ For every (input, N, precision) with at least K nonzeros (default 10000), the re
 routed time divided by the best of the forced tensor-core kernels (base, balanced) and
 cuSPARSE ALG_DEFAULT, all timed in the same run.  Prints the share of cases within 1.05 and
 1.15, the worst case, the W worst cases (default 10), and the median host overhead of the
-routed call over the path it took (routed time minus that path's own time)."""
-import csv, statistics, sys
+routed call over the path it took (routed time minus that path's own time; a route to
+cuSPARSE CSR_ALG3 against the cusparse-alg3 row).  Where the runs have CSR_ALG3 rows it
+also prints the routed time against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3)
+and the speed-up over ALG_DEFAULT (geomeans)."""
+import csv, math, statistics, sys
 
 
 def main(argv):
@@ -33,7 +36,8 @@ def main(argv):
                 key = (r['input'].split('/')[-1], int(r['N']), r['prec'])
                 runs.setdefault(key, {})[r['variant']] = (float(r['ms']), r['route'])
                 nnz[key] = int(r['nnz'])
-    cases, overhead = [], {'cuSPARSE': [], 'TC base': [], 'TC balanced': []}
+    cases, overhead = [], {'cuSPARSE': [], 'cuSPARSE CSR_ALG3': [], 'TC base': [], 'TC balanced': []}
+    vs_best_cu, vs_default = [], []
     for key, v in sorted(runs.items()):
         need = ('routed', 'tc-base', 'tc-balanced', 'cusparse-default')
         if nnz[key] < min_nnz or any(n not in v for n in need):
@@ -41,7 +45,12 @@ def main(argv):
         routed, route = v['routed']
         best = min(v['tc-base'][0], v['tc-balanced'][0], v['cusparse-default'][0])
         cases.append((routed / best, key, route))
-        if route.startswith('cusparse'):
+        if 'cusparse-alg3' in v:
+            vs_best_cu.append(routed / min(v['cusparse-default'][0], v['cusparse-alg3'][0]))
+            vs_default.append(v['cusparse-default'][0] / routed)
+        if 'CSR_ALG3' in route and 'cusparse-alg3' in v:
+            overhead['cuSPARSE CSR_ALG3'].append(routed - v['cusparse-alg3'][0])
+        elif route.startswith('cusparse'):
             overhead['cuSPARSE'].append(routed - v['cusparse-default'][0])
         elif route.endswith('_balanced'):
             overhead['TC balanced'].append(routed - v['tc-balanced'][0])
@@ -58,6 +67,12 @@ def main(argv):
         if d:
             print('  routed - direct, route %s: median %.2f us over %d cases'
                   % (path, 1000.0 * statistics.median(d), len(d)))
+    if vs_best_cu:
+        geo = lambda x: math.exp(sum(math.log(t) for t in x) / len(x))
+        print('  routed / best cuSPARSE (ALG_DEFAULT, CSR_ALG3): geomean %.3f, %d of %d <= 1.00; '
+              'speed-up over ALG_DEFAULT: geomean %.2f'
+              % (geo(vs_best_cu), sum(1 for t in vs_best_cu if t <= 1.0), len(vs_best_cu),
+                 geo(vs_default)))
     for r, key, route in sorted(cases, reverse=True)[:worst]:
         print('  %.2f  %s N=%d %s -> %s' % (r, key[0], key[1], key[2], route))
 

@@ -203,12 +203,15 @@ static void time_variants(ctx_t *c, const int *want, float *ms, cudaDataType vt,
             if (!live[v])
                 continue;
             /* one untimed run first: the timed one finds its own data in L2, as it would
-             * in a loop of calls, not the previous variant's */
+             * in a loop of calls, not the previous variant's.  Then the GPU goes idle, so
+             * that the timed call's host work is inside the events (latency of one call;
+             * without the wait it overlaps the untimed kernel and only GPU time is left) */
             if (run_variant(c, v, vt)) {
                 fprintf(stderr, "  %s: a run failed; variant dropped\n", vname[v]);
                 live[v] = 0;
                 continue;
             }
+            CK(cudaDeviceSynchronize());
             CK(cudaEventRecord(c->e0, 0));
             int failed = run_variant(c, v, vt); /* events around no work would time nothing */
             CK(cudaEventRecord(c->e1, 0));
