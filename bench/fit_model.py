@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Refits the selector's cost model (src/select.c) to the H100 measurements in docs/results.
 
-usage: fit_model.py [--build DIR] [--data DIR] [--update] [--threshold T] [--margin M] [-v]
+usage: fit_model.py [--build DIR] [--data DIR] [--update] [--threshold T] [--margin M]
+                    [--alg3-max-us U] [--alg3-margin A] [-v]
 
   --build DIR   build directory holding bench/tcsparse-select-features and
                 tools/tcsparse-inspect (default: the current directory)
@@ -12,6 +13,9 @@ usage: fit_model.py [--build DIR] [--data DIR] [--update] [--threshold T] [--mar
                 src/select.h)
   --margin      gain margin to evaluate (default: TC_SEL_GAIN_MARGIN and _SDDMM of
                 src/select.h)
+  --alg3-max-us, --alg3-margin
+                the cuSPARSE route's CSR_ALG3 rule to evaluate (default: TC_SEL_ALG3_MAX_US
+                and TC_SEL_ALG3_MARGIN of src/select.h)
 
 Steps: (1) the ME-TCF statistics of every input of the CSV files, computed on the CPU by
 tcsparse-inspect and cached in bench/stats.csv (inputs already there are not recomputed);

@@ -106,8 +106,9 @@ typedef struct {
  * preprocessed workspace, src/fallback.c) when the model predicts ALG_DEFAULT under
  * TC_SEL_ALG3_MAX_US and CSR_ALG3 faster by TC_SEL_ALG3_MARGIN.  On the 1254 H100 cases of
  * docs/results, CSR_ALG3 is 1.3x faster than ALG_DEFAULT (geomean) on small matrices but up
- * to 4x slower on large skewed ones (R-MAT, ogbl-ddi) and on 16-bit inputs, which the
- * linear model (19% error) does not separate: the limit keeps the choice where it is safe
+ * to 2.3x slower on large FP32 ones (R-MAT, block-diagonal graphs) and 4.4x on 16-bit
+ * inputs, which the linear model (19% error) does not separate: the limit keeps the choice
+ * where it is safe
  * (bench/fit_model.py --alg3-max-us, --alg3-margin; docs/selector.md). */
 #define TC_SEL_ALG3_MARGIN 1.0
 #define TC_SEL_ALG3_MAX_US 60.0
