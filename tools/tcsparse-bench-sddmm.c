@@ -15,6 +15,7 @@
 #include "tcsparse_ext.h"
 #include "gen.h"
 #include "halfconv.h"
+#include "bench_timing.h"
 
 #define DEFAULT_INPUT "rmat:16:16"
 
@@ -46,12 +47,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -161,57 +156,10 @@ static int prepare_variant(ctx_t *c, int v)
                                     CUSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != CUSPARSE_STATUS_SUCCESS;
 }
 
-/* Times the variants with want[v] set, interleaved (as tools/tcsparse-bench.c does): warm-up
- * runs of each, then every repetition runs each variant in turn, an untimed run then a timed
- * one (CUDA events around it); ms[v] gets the median, -1 for a variant whose run failed. */
-static void time_variants(ctx_t *c, const int *want, float *ms, const opts_t *o)
+/* tc_bench_time_interleaved's callback: one run of a variant of the case in ctx. */
+static int run_cb(void *p, int v)
 {
-    float *t[V_COUNT] = {0};
-    int live[V_COUNT];
-    for (int v = 0; v < V_COUNT; v++) {
-        live[v] = want[v];
-        if (live[v])
-            t[v] = malloc(sizeof *t[v] * (size_t)o->reps);
-    }
-    for (int v = 0; v < V_COUNT; v++)
-        for (int i = 0; live[v] && i < o->warm; i++)
-            if (run_variant(c, v)) {
-                fprintf(stderr, "  %s: a warm-up run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-            }
-    for (int i = 0; i < o->reps; i++)
-        for (int v = 0; v < V_COUNT; v++) {
-            if (!live[v])
-                continue;
-            /* one untimed run first: the timed one finds its own data in L2, as it would
-             * in a loop of calls, not the previous variant's.  Then the GPU goes idle, so
-             * that the timed call's host work is inside the events (latency of one call;
-             * without the wait it overlaps the untimed kernel and only GPU time is left) */
-            if (run_variant(c, v)) {
-                fprintf(stderr, "  %s: a run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-                continue;
-            }
-            CK(cudaDeviceSynchronize());
-            CK(cudaEventRecord(c->e0, 0));
-            int failed = run_variant(c, v); /* events around no work would time nothing */
-            CK(cudaEventRecord(c->e1, 0));
-            CK(cudaEventSynchronize(c->e1));
-            CK(cudaEventElapsedTime(&t[v][i], c->e0, c->e1));
-            if (failed) {
-                fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-            }
-        }
-    for (int v = 0; v < V_COUNT; v++) {
-        if (live[v]) {
-            qsort(t[v], (size_t)o->reps, sizeof *t[v], cmp_float);
-            ms[v] = t[v][o->reps / 2];
-        } else {
-            ms[v] = -1;
-        }
-        free(t[v]);
-    }
+    return run_variant(p, v);
 }
 
 static void bench_one(const char *input, const tc_csr *m, const char *prec, int K, const opts_t *o)
@@ -309,7 +257,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         want[v] = 1;
     }
     free(ref);
-    time_variants(&c, want, ms, o);
+    tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &c, c.e0, c.e1, vname);
     /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
     /* the automatic route's statistic (src/route_sddmm.c) */
     const double per_win = have_plan && st.windows > st.empty_windows

@@ -14,6 +14,7 @@
 #include "tcsparse_ext.h"
 #include "gen.h"
 #include "halfconv.h"
+#include "bench_timing.h"
 
 #define DEFAULT_INPUT "rmat:16:16"
 
@@ -57,12 +58,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -178,59 +173,16 @@ static int prepare_variant(ctx_t *c, int v)
     return 0;
 }
 
-/* Times the variants with want[v] set, interleaved: warm-up runs of each, then each
- * repetition runs every variant in turn, an untimed run then a timed one (CUDA events
- * around the call, the GPU idle before it), and ms[v] gets the median.  Timing one variant after another let clock and
- * cache drift between the variants' turns show up as differences of 0.3-0.5 us between
- * identical calls on matrices that take 20 us.  A failed run drops its variant (-1). */
-static void time_variants(ctx_t *c, const int *want, float *ms, cudaDataType vt, const opts_t *o)
+/* tc_bench_time_interleaved's callback: one run of a variant of the case in ctx. */
+typedef struct {
+    ctx_t *c;
+    cudaDataType vt;
+} run_ctx;
+
+static int run_cb(void *p, int v)
 {
-    float *t[V_COUNT] = {0};
-    int live[V_COUNT];
-    for (int v = 0; v < V_COUNT; v++) {
-        live[v] = want[v];
-        if (live[v])
-            t[v] = malloc(sizeof *t[v] * (size_t)o->reps);
-    }
-    for (int v = 0; v < V_COUNT; v++)
-        for (int i = 0; live[v] && i < o->warm; i++)
-            if (run_variant(c, v, vt)) {
-                fprintf(stderr, "  %s: a warm-up run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-            }
-    for (int i = 0; i < o->reps; i++)
-        for (int v = 0; v < V_COUNT; v++) {
-            if (!live[v])
-                continue;
-            /* one untimed run first: the timed one finds its own data in L2, as it would
-             * in a loop of calls, not the previous variant's.  Then the GPU goes idle, so
-             * that the timed call's host work is inside the events (latency of one call;
-             * without the wait it overlaps the untimed kernel and only GPU time is left) */
-            if (run_variant(c, v, vt)) {
-                fprintf(stderr, "  %s: a run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-                continue;
-            }
-            CK(cudaDeviceSynchronize());
-            CK(cudaEventRecord(c->e0, 0));
-            int failed = run_variant(c, v, vt); /* events around no work would time nothing */
-            CK(cudaEventRecord(c->e1, 0));
-            CK(cudaEventSynchronize(c->e1));
-            CK(cudaEventElapsedTime(&t[v][i], c->e0, c->e1));
-            if (failed) {
-                fprintf(stderr, "  %s: a timed run failed; variant dropped\n", vname[v]);
-                live[v] = 0;
-            }
-        }
-    for (int v = 0; v < V_COUNT; v++) {
-        if (live[v]) {
-            qsort(t[v], (size_t)o->reps, sizeof *t[v], cmp_float);
-            ms[v] = t[v][o->reps / 2];
-        } else {
-            ms[v] = -1;
-        }
-        free(t[v]);
-    }
+    run_ctx *b = p;
+    return run_variant(b->c, v, b->vt);
 }
 
 static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const opts_t *o)
@@ -353,7 +305,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         want[v] = 1;
     }
     free(ref);
-    time_variants(&c, want, ms, vt, o);
+    run_ctx rc = {&c, vt};
+    tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &rc, c.e0, c.e1, vname);
     float best_cu = -1;
     for (int v = V_CU_DEFAULT; v < V_COUNT; v++)
         if (ms[v] > 0 && (best_cu < 0 || ms[v] < best_cu))

@@ -1,0 +1,74 @@
+/* Interleaved timing of the benchmarks' variants (bench_timing.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include "bench_timing.h"
+
+static void ck(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "bench_timing: %s: %s\n", what, cudaGetErrorString(e));
+        exit(2);
+    }
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int warm,
+                               tc_bench_run_fn run, void *ctx, cudaEvent_t e0, cudaEvent_t e1,
+                               const char *const *names)
+{
+    float **t = calloc((size_t)n, sizeof *t);
+    int *live = calloc((size_t)n, sizeof *live);
+    if (t == NULL || live == NULL) {
+        fprintf(stderr, "bench_timing: out of host memory\n");
+        exit(2);
+    }
+    for (int v = 0; v < n; v++) {
+        live[v] = want[v];
+        if (live[v] && (t[v] = malloc(sizeof *t[v] * (size_t)(reps > 0 ? reps : 1))) == NULL) {
+            fprintf(stderr, "bench_timing: out of host memory\n");
+            exit(2);
+        }
+    }
+    for (int v = 0; v < n; v++)
+        for (int i = 0; live[v] && i < warm; i++)
+            if (run(ctx, v)) {
+                fprintf(stderr, "  %s: a warm-up run failed; variant dropped\n", names[v]);
+                live[v] = 0;
+            }
+    for (int i = 0; i < reps; i++)
+        for (int v = 0; v < n; v++) {
+            if (!live[v])
+                continue;
+            if (run(ctx, v)) { /* untimed: the timed run finds its own data in L2 */
+                fprintf(stderr, "  %s: a run failed; variant dropped\n", names[v]);
+                live[v] = 0;
+                continue;
+            }
+            ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); /* host work inside events */
+            ck(cudaEventRecord(e0, 0), "cudaEventRecord");
+            int failed = run(ctx, v); /* events around no work would time nothing */
+            ck(cudaEventRecord(e1, 0), "cudaEventRecord");
+            ck(cudaEventSynchronize(e1), "cudaEventSynchronize");
+            ck(cudaEventElapsedTime(&t[v][i], e0, e1), "cudaEventElapsedTime");
+            if (failed) {
+                fprintf(stderr, "  %s: a timed run failed; variant dropped\n", names[v]);
+                live[v] = 0;
+            }
+        }
+    for (int v = 0; v < n; v++) {
+        if (live[v] && reps > 0) {
+            qsort(t[v], (size_t)reps, sizeof *t[v], cmp_float);
+            ms[v] = t[v][reps / 2];
+        } else {
+            ms[v] = -1;
+        }
+        free(t[v]);
+    }
+    free(t);
+    free(live);
+}

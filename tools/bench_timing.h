@@ -1,0 +1,22 @@
+/* The benchmarks' timing, shared by tcsparse-bench and tcsparse-bench-sddmm: the variants of
+ * one case timed interleaved, one call's latency each (CUDA events, warm-up, median). */
+#ifndef TC_BENCH_TIMING_H
+#define TC_BENCH_TIMING_H
+
+#include <cuda_runtime_api.h>
+
+/* Runs variant v of the case in ctx once on the default stream; 0 on success. */
+typedef int (*tc_bench_run_fn)(void *ctx, int v);
+
+/* Times the variants v < n with want[v] set: `warm` untimed runs of each, then `reps`
+ * repetitions in which every variant runs in turn, an untimed run, the GPU idle, then a timed
+ * run between the events e0 and e1 (so the timed call finds its own data in L2, not the
+ * previous variant's, and its host work is inside the events: the latency of one call).
+ * Timing the variants one after another instead let clock and cache drift show up as 0.3-0.5
+ * us between identical calls on 20 us matrices.  ms[v] gets the median, or -1 for a variant
+ * not wanted or whose run failed (reported on stderr with names[v]). */
+void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int warm,
+                               tc_bench_run_fn run, void *ctx, cudaEvent_t e0, cudaEvent_t e1,
+                               const char *const *names);
+
+#endif
