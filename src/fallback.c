@@ -108,15 +108,15 @@ static tcsparseStatus_t tc_spmat_mirror_create(const struct tcsparseSpMatDescr *
     return TCSPARSE_STATUS_SUCCESS;
 }
 
-/* Brings the mirror's arrays in step with the descriptor.  Only a real change reaches
- * cuSPARSE: a setter call may drop the preprocessing data that cuSPARSE keeps with it.  The
- * arrays last given to the mirror are remembered in the descriptor (only this file sets
- * them), so an unchanged call asks cuSPARSE nothing. */
+/* Brings the mirror's arrays in step with the descriptor.  Only a change reaches cuSPARSE
+ * (a setter call may drop the preprocessing data that cuSPARSE keeps with it): a structure
+ * setter of ours (struct_gen moved, even with the same arrays) or new values.  What the
+ * mirror was last given is remembered in the descriptor (only this file sets it), so an
+ * unchanged call asks cuSPARSE nothing. */
 static tcsparseStatus_t tc_spmat_mirror_sync(struct tcsparseSpMatDescr *d)
 {
     cusparseStatus_t s;
-    if (d->cusp_offsets != d->offsets || d->cusp_indices != d->indices ||
-        d->cusp_gen != d->struct_gen) {
+    if (d->cusp_gen != d->struct_gen) {
         if (d->format == TCSPARSE_FORMAT_COO)
             s = cusparseCooSetPointers(d->cusp, d->offsets, d->indices, d->values);
         else if (d->format == TCSPARSE_FORMAT_CSC)
@@ -125,8 +125,6 @@ static tcsparseStatus_t tc_spmat_mirror_sync(struct tcsparseSpMatDescr *d)
             s = cusparseCsrSetPointers(d->cusp, d->offsets, d->indices, d->values);
         tcsparseStatus_t st = tc_error_cusparse(s, "cusparseCsr/Csc/CooSetPointers (mirror)");
         if (st == TCSPARSE_STATUS_SUCCESS) {
-            d->cusp_offsets = d->offsets;
-            d->cusp_indices = d->indices;
             d->cusp_values = d->values;
             d->cusp_gen = d->struct_gen;
         }
@@ -149,8 +147,6 @@ tcsparseStatus_t tc_spmat_cusparse(const struct tcsparseSpMatDescr *d, cusparseS
     if (cache->cusp == NULL) {
         st = tc_spmat_mirror_create(d, &cache->cusp);
         if (st == TCSPARSE_STATUS_SUCCESS) {
-            cache->cusp_offsets = d->offsets;
-            cache->cusp_indices = d->indices;
             cache->cusp_values = d->values;
             cache->cusp_gen = d->struct_gen;
         }
@@ -492,10 +488,10 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
  * TC_SEL_ALG3_*): on small matrices it is 1.3x faster on the H100, but only with its
  * preprocessing, which lives in the workspace.  The caller's buffer cannot hold it: with
  * ALG_DEFAULT a caller may reuse that buffer for anything between calls.  So the handle keeps
- * a few preprocessed workspaces of its own, keyed by the sparse descriptor (serial number and
- * structure arrays) and the call's shape; preprocessing depends on the sparsity pattern, not
- * on the values (cuSPARSE's documentation of cusparseSpMM_preprocess), so values rewritten
- * in place or set anew keep the workspace, and new structure arrays replace it. */
+ * a few preprocessed workspaces of its own, keyed by the sparse descriptor (serial number
+ * and structure generation) and the call's shape; preprocessing depends on the sparsity
+ * pattern, not on the values (cuSPARSE's documentation of cusparseSpMM_preprocess), so values
+ * rewritten in place or set anew keep the workspace, and any structure setter replaces it. */
 
 static void tc_alg3_key_make(tc_alg3_key *k, tcsparseHandle_t h, const struct tcsparseSpMatDescr *A,
                              const struct tcsparseDnMatDescr *B, const struct tcsparseDnMatDescr *C,
@@ -504,8 +500,6 @@ static void tc_alg3_key_make(tc_alg3_key *k, tcsparseHandle_t h, const struct tc
     memset(k, 0, sizeof *k); /* compared with memcmp, padding included */
     k->serial = A->serial;
     k->gen = A->struct_gen;
-    k->offsets = A->offsets;
-    k->indices = A->indices;
     k->ar = A->rows; k->ac = A->cols; k->annz = A->nnz;
     k->br = B->rows; k->bc = B->cols; k->bld = B->ld;
     k->cr = C->rows; k->cc = C->cols; k->cld = C->ld;

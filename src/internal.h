@@ -33,8 +33,7 @@ typedef struct {
  * depend on except the dense arrays' addresses (their alignment is in it). */
 typedef struct {
     uint64_t serial;          /* the sparse descriptor's serial number; 0: a free entry */
-    uint64_t gen;             /* its struct_gen */
-    const void *offsets, *indices;
+    uint64_t gen;             /* its struct_gen: moves whenever the structure arrays do */
     int64_t ar, ac, annz, br, bc, bld, cr, cc, cld;
     int ot, it, base, avt, bvt, bord, cvt, cord, ct, device, align, pad_;
 } tc_alg3_key;
@@ -98,9 +97,10 @@ struct tcsparseSpMatDescr {
     int64_t values_batch_stride;  /* CSR: columns and values */
     /* Mirror descriptor for the cuSPARSE path, created on first use and kept in step. */
     cusparseSpMatDescr_t cusp;
-    /* The arrays the mirror was last given, and struct_gen then (fallback.c): comparing
-     * these costs nothing, asking cuSPARSE (cusparseCsrGet) costs a call per execution. */
-    void *cusp_offsets, *cusp_indices, *cusp_values;
+    /* struct_gen and the values array when the mirror was last set (fallback.c): comparing
+     * these costs nothing, asking cuSPARSE (cusparseCsrGet) costs a call per execution.
+     * The structure arrays change only through Set*Pointers, which moves struct_gen. */
+    void *cusp_values;
     uint64_t cusp_gen;
     /* Tensor-core plan, NULL when none is built; see plan.h. */
     struct tc_plan *plan;
