@@ -109,138 +109,249 @@ static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t 
 
 /* ---------------------------------------------------------------- staged copies
  *
- * GraphBLAS's arrays are ordinary (pageable) memory, and a copy from pageable memory runs
- * through the driver's own staging at the speed of one CPU core's memcpy.  Large copies
- * here go through two pinned buffers instead: the host's cores fill (or drain) one while
- * the copy engine moves the other.  TCSPARSE_GRB_STAGING=0 turns this off; any failure to
- * set it up falls back to cudaMemcpy. */
+ * GraphBLAS's arrays are ordinary (pageable) memory.  A copy from pageable memory runs
+ * through the driver's own staging at the speed of one CPU core's memcpy (8 GB/s up, 14 GB/s
+ * down on the H100 machine, against 54 GB/s from pinned memory).  Large copies here are
+ * split between up to TC_XFER_LANES host threads; each thread owns two pinned buffers and a
+ * stream, fills one buffer (or drains it) while the copy engine moves the other, and so the
+ * host's memory bandwidth and the link are used at once.  The same pass can narrow 64-bit
+ * indices to 32 bits on the way up (half the bytes to move).  TCSPARSE_GRB_STAGING=0 turns
+ * staging off; any failure to set it up falls back to cudaMemcpy. */
 
-#define TC_STAGE_BYTES ((size_t)32 << 20)
-#define TC_STAGE_MIN ((size_t)4 << 20)
-
-static void *tc_stage[2];
-static cudaEvent_t tc_stage_ev[2];
-static cudaStream_t tc_stage_stream;
-static int tc_stage_state; /* 0 not tried, 1 ready, -1 unavailable */
-
-static void tc_stage_free(void)
-{
-    for (int b = 0; b < 2; b++) {
-        if (tc_stage[b] != NULL)
-            cudaFreeHost(tc_stage[b]);
-        if (tc_stage_ev[b] != NULL)
-            cudaEventDestroy(tc_stage_ev[b]);
-        tc_stage[b] = NULL;
-        tc_stage_ev[b] = NULL;
-    }
-    if (tc_stage_stream != NULL)
-        cudaStreamDestroy(tc_stage_stream);
-    tc_stage_stream = NULL;
-    tc_stage_state = 0;
-}
-
-static int tc_stage_ready(void)
-{
-    if (tc_stage_state == 0) {
-        const char *e = getenv("TCSPARSE_GRB_STAGING");
-        int ok = !(e != NULL && strcmp(e, "0") == 0) &&
-                 cudaStreamCreateWithFlags(&tc_stage_stream, cudaStreamNonBlocking) == cudaSuccess;
-        for (int b = 0; ok && b < 2; b++)
-            ok = cudaHostAlloc(&tc_stage[b], TC_STAGE_BYTES, cudaHostAllocDefault) == cudaSuccess &&
-                 cudaEventCreateWithFlags(&tc_stage_ev[b], cudaEventDisableTiming) == cudaSuccess;
-        if (!ok) {
-            (void)cudaGetLastError();
-            tc_stage_free();
-        }
-        tc_stage_state = ok ? 1 : -1;
-    }
-    return tc_stage_state > 0;
-}
+#define TC_XFER_LANES 16
+#define TC_XFER_BUF ((size_t)2 << 20)  /* bytes of one pinned buffer */
+#define TC_XFER_MIN ((size_t)1 << 20)  /* smaller copies go through cudaMemcpy */
+#define TC_XFER_PER_LANE ((size_t)4 << 20) /* bytes a lane must have to pay for its thread */
 
 typedef struct {
-    char *dst;
-    const char *src;
-} tc_copy_job;
+    void *buf[2];
+    cudaEvent_t ev[2];
+    cudaStream_t s;
+} tc_xfer_lane;
 
-static void tc_copy_part(void *arg, size_t lo, size_t hi)
+static tc_xfer_lane tc_lanes[TC_XFER_LANES];
+static int tc_nlanes;      /* lanes set up */
+static int tc_xfer_state;  /* 0 not tried, 1 ready, -1 unavailable */
+
+static void tc_xfer_free(void)
 {
-    tc_copy_job *j = arg;
-    memcpy(j->dst + lo, j->src + lo, hi - lo);
+    for (int l = 0; l < tc_nlanes; l++) {
+        tc_xfer_lane *x = &tc_lanes[l];
+        for (int b = 0; b < 2; b++) {
+            if (x->buf[b] != NULL)
+                cudaFreeHost(x->buf[b]);
+            if (x->ev[b] != NULL)
+                cudaEventDestroy(x->ev[b]);
+        }
+        if (x->s != NULL)
+            cudaStreamDestroy(x->s);
+        memset(x, 0, sizeof *x);
+    }
+    tc_nlanes = 0;
+    tc_xfer_state = 0;
 }
 
-static void tc_host_copy(void *dst, const void *src, size_t bytes)
+static int tc_xfer_lane_init(tc_xfer_lane *x)
 {
-    tc_copy_job j = {dst, src};
-    tc_grb_parallel(bytes, 1, tc_copy_part, &j);
+    memset(x, 0, sizeof *x);
+    int ok = cudaStreamCreateWithFlags(&x->s, cudaStreamNonBlocking) == cudaSuccess;
+    for (int b = 0; ok && b < 2; b++)
+        ok = cudaHostAlloc(&x->buf[b], TC_XFER_BUF, cudaHostAllocDefault) == cudaSuccess &&
+             cudaEventCreateWithFlags(&x->ev[b], cudaEventDisableTiming) == cudaSuccess;
+    return ok;
+}
+
+/* Lanes for a copy of bytes (at least one), set up on first use: as many as the host has
+ * threads (TCSPARSE_GRB_THREADS), at most TC_XFER_LANES.  0 when staging is off or
+ * unavailable. */
+static int tc_xfer_lanes_for(size_t bytes)
+{
+    if (tc_xfer_state == 0) {
+        const char *e = getenv("TCSPARSE_GRB_STAGING");
+        int want = tc_grb_threads();
+        if (want > TC_XFER_LANES)
+            want = TC_XFER_LANES;
+        tc_xfer_state = -1;
+        if (!(e != NULL && strcmp(e, "0") == 0)) {
+            while (tc_nlanes < want && tc_xfer_lane_init(&tc_lanes[tc_nlanes]))
+                tc_nlanes++;
+            if (tc_nlanes < want) { /* the one that failed: free what it got */
+                tc_xfer_lane *x = &tc_lanes[tc_nlanes];
+                for (int b = 0; b < 2; b++) {
+                    if (x->buf[b] != NULL)
+                        cudaFreeHost(x->buf[b]);
+                    if (x->ev[b] != NULL)
+                        cudaEventDestroy(x->ev[b]);
+                }
+                if (x->s != NULL)
+                    cudaStreamDestroy(x->s);
+                memset(x, 0, sizeof *x);
+                (void)cudaGetLastError();
+            }
+            tc_xfer_state = tc_nlanes > 0 ? 1 : -1;
+        }
+    }
+    if (tc_xfer_state < 0 || bytes < TC_XFER_MIN)
+        return 0;
+    size_t n = bytes / TC_XFER_PER_LANE;
+    if (n < 1)
+        n = 1;
+    return n < (size_t)tc_nlanes ? (int)n : tc_nlanes;
+}
+
+/* One copy: count elements of src_es bytes on the host side, dst_es on the other (8 -> 4:
+ * 64-bit indices narrowed on the way up).  Lane l moves elements [lo(l), lo(l + 1)). */
+typedef struct {
+    int up, device, lanes;
+    char *dev;
+    char *host;
+    size_t count, host_es, dev_es;
+    cudaError_t err[TC_XFER_LANES];
+} tc_xfer_job;
+
+static void tc_narrow(int32_t *dst, const int64_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (int32_t)src[i];
+}
+
+static void tc_xfer_lane_run(void *arg, int l)
+{
+    tc_xfer_job *j = arg;
+    tc_xfer_lane *x = &tc_lanes[l];
+    const size_t lo = j->count / (size_t)j->lanes * (size_t)l +
+                      ((size_t)l < j->count % (size_t)j->lanes ? (size_t)l : j->count % (size_t)j->lanes);
+    const size_t hi = lo + j->count / (size_t)j->lanes + ((size_t)l < j->count % (size_t)j->lanes ? 1 : 0);
+    const size_t per = TC_XFER_BUF / (j->host_es > j->dev_es ? j->host_es : j->dev_es);
+    cudaError_t e = cudaSetDevice(j->device);
+    if (j->up) {
+        for (size_t at = lo, c = 0; at < hi && e == cudaSuccess; at += per, c++) {
+            const int b = (int)(c & 1);
+            const size_t len = hi - at < per ? hi - at : per;
+            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess) /* the engine is done with it */
+                break;
+            if (j->host_es == j->dev_es)
+                memcpy(x->buf[b], j->host + at * j->host_es, len * j->host_es);
+            else
+                tc_narrow(x->buf[b], (const int64_t *)(const void *)(j->host + at * j->host_es), len);
+            e = cudaMemcpyAsync(j->dev + at * j->dev_es, x->buf[b], len * j->dev_es,
+                                cudaMemcpyHostToDevice, x->s);
+            if (e == cudaSuccess)
+                e = cudaEventRecord(x->ev[b], x->s);
+        }
+    } else {
+        /* piece c goes to buffer c & 1; piece c + 1 is in flight while piece c is drained */
+        const size_t pieces = hi > lo ? (hi - lo + per - 1) / per : 0;
+        for (size_t c = 0; c < pieces + 1 && e == cudaSuccess; c++) {
+            if (c < pieces) {
+                const size_t at = lo + c * per, len = hi - at < per ? hi - at : per;
+                e = cudaMemcpyAsync(x->buf[c & 1], j->dev + at * j->dev_es, len * j->dev_es,
+                                    cudaMemcpyDeviceToHost, x->s);
+                if (e == cudaSuccess)
+                    e = cudaEventRecord(x->ev[c & 1], x->s);
+            }
+            if (c > 0 && e == cudaSuccess) {
+                const size_t at = lo + (c - 1) * per, len = hi - at < per ? hi - at : per;
+                if ((e = cudaEventSynchronize(x->ev[(c - 1) & 1])) == cudaSuccess)
+                    memcpy(j->host + at * j->host_es, x->buf[(c - 1) & 1], len * j->host_es);
+            }
+        }
+    }
+    cudaError_t s = cudaStreamSynchronize(x->s);
+    j->err[l] = e != cudaSuccess ? e : s;
+    if (j->err[l] != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+static int tc_xfer(int up, void *d, void *h, size_t count, size_t host_es, size_t dev_es,
+                   char *why, size_t n)
+{
+    if (count == 0)
+        return 0;
+    const size_t bytes = count * host_es;
+    int lanes = tc_xfer_lanes_for(bytes);
+    cudaError_t e = cudaSuccess;
+    if (lanes == 0 && host_es == dev_es) {
+        e = up ? cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)
+               : cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+        return e == cudaSuccess ? 0 : tc_fail(why, n, up ? "cudaMemcpy to the device"
+                                                         : "cudaMemcpy to the host", e);
+    }
+    if (lanes == 0) { /* narrowing without pinned buffers: through one host copy */
+        int32_t *tmp = malloc(count * dev_es);
+        if (tmp == NULL)
+            return snprintf(why, n, "out of host memory"), -1;
+        tc_narrow(tmp, h, count);
+        e = cudaMemcpy(d, tmp, count * dev_es, cudaMemcpyHostToDevice);
+        free(tmp);
+        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the device", e);
+    }
+    tc_xfer_job j;
+    memset(&j, 0, sizeof j);
+    j.up = up;
+    j.lanes = lanes;
+    j.dev = d;
+    j.host = h;
+    j.count = count;
+    j.host_es = host_es;
+    j.dev_es = dev_es;
+    if ((e = cudaGetDevice(&j.device)) != cudaSuccess)
+        return tc_fail(why, n, "cudaGetDevice", e);
+    tc_grb_run_lanes(lanes, tc_xfer_lane_run, &j);
+    for (int l = 0; l < lanes; l++)
+        if (j.err[l] != cudaSuccess)
+            return tc_fail(why, n, up ? "staged copy to the device" : "staged copy to the host",
+                           j.err[l]);
+    return 0;
 }
 
 static int tc_h2d(void *d, const void *h, size_t bytes, char *why, size_t n)
 {
-    if (bytes == 0)
-        return 0;
-    cudaError_t e = cudaSuccess;
-    if (bytes < TC_STAGE_MIN || !tc_stage_ready()) {
-        e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
-        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the device", e);
-    }
-    for (size_t off = 0, c = 0; off < bytes && e == cudaSuccess; c++) {
-        const int b = (int)(c & 1);
-        const size_t len = bytes - off < TC_STAGE_BYTES ? bytes - off : TC_STAGE_BYTES;
-        /* the copy engine is done with this buffer (a fresh event counts as done) */
-        if ((e = cudaEventSynchronize(tc_stage_ev[b])) != cudaSuccess)
-            break;
-        tc_host_copy(tc_stage[b], (const char *)h + off, len);
-        e = cudaMemcpyAsync((char *)d + off, tc_stage[b], len, cudaMemcpyHostToDevice,
-                            tc_stage_stream);
-        if (e == cudaSuccess)
-            e = cudaEventRecord(tc_stage_ev[b], tc_stage_stream);
-        off += len;
-    }
-    cudaError_t s = cudaStreamSynchronize(tc_stage_stream);
-    if (e == cudaSuccess)
-        e = s;
-    return e == cudaSuccess ? 0 : tc_fail(why, n, "staged copy to the device", e);
+    return tc_xfer(1, d, (void *)h, bytes, 1, 1, why, n);
 }
 
 static int tc_d2h(void *h, const void *d, size_t bytes, char *why, size_t n)
 {
-    if (bytes == 0)
-        return 0;
-    cudaError_t e = cudaSuccess;
-    if (bytes < TC_STAGE_MIN || !tc_stage_ready()) {
-        e = cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
-        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the host", e);
-    }
-    const size_t chunks = (bytes + TC_STAGE_BYTES - 1) / TC_STAGE_BYTES;
-#define TC_CHUNK_LEN(c) ((c) + 1 < chunks ? TC_STAGE_BYTES : bytes - (c) * TC_STAGE_BYTES)
-    /* chunk c goes to buffer c & 1; chunk c + 1 is in flight while chunk c is drained */
-    e = cudaMemcpyAsync(tc_stage[0], d, TC_CHUNK_LEN(0), cudaMemcpyDeviceToHost, tc_stage_stream);
-    if (e == cudaSuccess)
-        e = cudaEventRecord(tc_stage_ev[0], tc_stage_stream);
-    for (size_t c = 0; c < chunks && e == cudaSuccess; c++) {
-        const int b = (int)(c & 1);
-        if (c + 1 < chunks) {
-            e = cudaMemcpyAsync(tc_stage[b ^ 1], (const char *)d + (c + 1) * TC_STAGE_BYTES,
-                                TC_CHUNK_LEN(c + 1), cudaMemcpyDeviceToHost, tc_stage_stream);
-            if (e == cudaSuccess)
-                e = cudaEventRecord(tc_stage_ev[b ^ 1], tc_stage_stream);
-            if (e != cudaSuccess)
-                break;
-        }
-        if ((e = cudaEventSynchronize(tc_stage_ev[b])) != cudaSuccess)
-            break;
-        tc_host_copy((char *)h + c * TC_STAGE_BYTES, tc_stage[b], TC_CHUNK_LEN(c));
-    }
-#undef TC_CHUNK_LEN
-    cudaError_t s = cudaStreamSynchronize(tc_stage_stream);
-    if (e == cudaSuccess)
-        e = s;
-    return e == cudaSuccess ? 0 : tc_fail(why, n, "staged copy to the host", e);
+    return tc_xfer(0, (void *)d, h, bytes, 1, 1, why, n);
+}
+
+/* count 64-bit indices up as 32-bit ones (the caller checked that they fit) */
+static int tc_h2d_narrow(void *d, const void *h, size_t count, char *why, size_t n)
+{
+    return tc_xfer(1, d, (void *)h, count, 8, 4, why, n);
 }
 
 static cudaDataType tc_cuda_type(tc_grb_vtype vt)
 {
     return vt == TC_GRB_F64 ? CUDA_R_64F : CUDA_R_32F;
+}
+
+/* GraphBLAS's offsets and indices go up as 32-bit ones where they fit (half the bytes; the
+ * tensor-core plan and cuSPARSE's fastest kernels are 32-bit anyway). */
+static int tc_narrow_ok(const tc_grb_csr *c)
+{
+    return c->nnz < INT32_MAX && c->rows < INT32_MAX && c->cols < INT32_MAX;
+}
+
+static int tc_csr_up(const tc_grb_csr *c, void *dp, void *dj, int narrow, char *why, size_t n)
+{
+    if (narrow)
+        return tc_h2d_narrow(dp, c->p, (size_t)(c->rows + 1), why, n) ||
+               tc_h2d_narrow(dj, c->j, (size_t)c->nnz, why, n);
+    return tc_h2d(dp, c->p, (size_t)(c->rows + 1) * 8, why, n) ||
+           tc_h2d(dj, c->j, (size_t)c->nnz * 8, why, n);
+}
+
+/* A sparse operand that is not pinned is uploaded for this call only: its tensor-core plan
+ * (a conversion of about 0.5 ms per million nonzeros) would be built for one execution,
+ * which costs more than the tensor cores can save there.  Such calls take tcsparse's
+ * cuSPARSE route; pinned operands keep their plan and the automatic route.  A route forced
+ * through TCSPARSE_ROUTE still wins (tcsparse reads it over the handle's). */
+static int tc_route_for(int one_shot, char *why, size_t n)
+{
+    tcsparseStatus_t s =
+        tcsparseSetRoute(tc_h, one_shot ? TCSPARSE_ROUTE_CUSPARSE : TCSPARSE_ROUTE_AUTO);
+    return s == TCSPARSE_STATUS_SUCCESS ? 0 : tc_tcfail(why, n, "tcsparseSetRoute", s);
 }
 
 /* ---------------------------------------------------------------- pinned copies */
@@ -269,15 +380,17 @@ static int tc_pin_sync_sparse(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb
         if (d->descr != NULL)
             tcsparseDestroySpMat(d->descr);
         d->descr = NULL;
-        if (tc_reserve(&d->dp, &d->cap_p, (size_t)(c->rows + 1) * 8, why, n) ||
-            tc_reserve(&d->dj, &d->cap_j, (size_t)c->nnz * 8, why, n) ||
+        const int narrow = tc_narrow_ok(c);
+        const size_t ies = narrow ? 4 : 8;
+        if (tc_reserve(&d->dp, &d->cap_p, (size_t)(c->rows + 1) * ies, why, n) ||
+            tc_reserve(&d->dj, &d->cap_j, (size_t)c->nnz * ies, why, n) ||
             tc_reserve(&d->dx, &d->cap_x, (size_t)c->nnz * es, why, n) ||
-            tc_h2d(d->dp, c->p, (size_t)(c->rows + 1) * 8, why, n) ||
-            tc_h2d(d->dj, c->j, (size_t)c->nnz * 8, why, n))
+            tc_csr_up(c, d->dp, d->dj, narrow, why, n))
             return -1;
+        const tcsparseIndexType_t it = narrow ? TCSPARSE_INDEX_32I : TCSPARSE_INDEX_64I;
         tcsparseStatus_t s = tcsparseCreateCsr(&d->descr, c->rows, c->cols, c->nnz, d->dp, d->dj,
-                                               d->dx, TCSPARSE_INDEX_64I, TCSPARSE_INDEX_64I,
-                                               TCSPARSE_INDEX_BASE_ZERO, tc_cuda_type(pin->vtype));
+                                               d->dx, it, it, TCSPARSE_INDEX_BASE_ZERO,
+                                               tc_cuda_type(pin->vtype));
         if (s != TCSPARSE_STATUS_SUCCESS) {
             d->descr = NULL;
             return tc_tcfail(why, n, "tcsparseCreateCsr", s);
@@ -346,7 +459,7 @@ void tc_grb_gpu_release(void)
     if (tc_h != NULL)
         tcsparseDestroy(tc_h);
     tc_h = NULL;
-    tc_stage_free();
+    tc_xfer_free();
 }
 
 /* ---------------------------------------------------------------- operands on the device */
@@ -384,17 +497,18 @@ static int tc_sparse_up(const tc_grb_csr *c, int need_values, tc_grb_pin *pin,
         return 0;
     }
     void *dp, *dj, *dx = vals_dev;
-    if (tc_scratch_get(TC_S_P, (size_t)(c->rows + 1) * 8, &dp, why, n) ||
-        tc_scratch_get(TC_S_J, (size_t)c->nnz * 8, &dj, why, n) ||
-        tc_h2d(dp, c->p, (size_t)(c->rows + 1) * 8, why, n) ||
-        tc_h2d(dj, c->j, (size_t)c->nnz * 8, why, n))
+    const int narrow = tc_narrow_ok(c);
+    const size_t ies = narrow ? 4 : 8;
+    if (tc_scratch_get(TC_S_P, (size_t)(c->rows + 1) * ies, &dp, why, n) ||
+        tc_scratch_get(TC_S_J, (size_t)c->nnz * ies, &dj, why, n) ||
+        tc_csr_up(c, dp, dj, narrow, why, n))
         return -1;
     if (need_values &&
         (tc_scratch_get(TC_S_X, (size_t)c->nnz * es, &dx, why, n) ||
          tc_h2d(dx, c->x, (size_t)c->nnz * es, why, n)))
         return -1;
-    tcsparseStatus_t s = tcsparseCreateCsr(out, c->rows, c->cols, c->nnz, dp, dj, dx,
-                                           TCSPARSE_INDEX_64I, TCSPARSE_INDEX_64I,
+    const tcsparseIndexType_t it = narrow ? TCSPARSE_INDEX_32I : TCSPARSE_INDEX_64I;
+    tcsparseStatus_t s = tcsparseCreateCsr(out, c->rows, c->cols, c->nnz, dp, dj, dx, it, it,
                                            TCSPARSE_INDEX_BASE_ZERO, tc_cuda_type(vt));
     if (s != TCSPARSE_STATUS_SUCCESS)
         return tc_tcfail(why, n, "tcsparseCreateCsr", s);
@@ -439,7 +553,8 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
     if (tc_handle(why, n) ||
         tc_sparse_up(A, 1, pin_a, st_a, vt, NULL, &dA, &own_a, why, n) ||
         tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n) ||
-        tc_scratch_get(TC_S_OUT, (size_t)(m * cols) * es, &c_dev, why, n))
+        tc_scratch_get(TC_S_OUT, (size_t)(m * cols) * es, &c_dev, why, n) ||
+        tc_route_for(own_a, why, n))
         goto done;
     double t1 = tc_grb_now_ms();
     if ((s = tcsparseCreateDnMat(&dB, B->rows, B->cols, B->ld, b_dev, ty,
@@ -517,7 +632,8 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
     if (tc_handle(why, n) ||
         tc_scratch_get(TC_S_OUT, (size_t)P->nnz * es, &o_dev, why, n) ||
         tc_sparse_up(P, 0, pin_p, st_p, vt, o_dev, &dP, &own_p, why, n) ||
-        tc_dense_up(L, pin_l, st_l, TC_S_B, es, &l_dev, why, n))
+        tc_dense_up(L, pin_l, st_l, TC_S_B, es, &l_dev, why, n) ||
+        tc_route_for(own_p, why, n))
         goto done;
     if (R->x == L->x && (pin_r == pin_l || st_r == TC_PIN_NONE || st_l == TC_PIN_NONE)) {
         r_dev = l_dev; /* C<M> = X*X': one array, two views */

@@ -179,6 +179,12 @@ void *tc_grb_alloc_out(size_t bytes);
  * threads when n * unit_bytes is large enough to pay for them. */
 void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
                      void *arg);
+/* Host threads the adapter may use: TCSPARSE_GRB_THREADS, else the online CPU count (at
+ * most 64). */
+int tc_grb_threads(void);
+/* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
+ * caller's); a thread that cannot be created has its lane run on the caller's thread. */
+void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);
 /* Logging (TCSPARSE_LOG) and counters. */
 int tc_grb_log_on(void);
 extern tcsparse_GrB_stats_t tc_grb_stats; /* guarded by the adapter lock */

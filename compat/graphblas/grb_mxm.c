@@ -266,6 +266,101 @@ static void tc_release_all(tc_call *k, int *pass, GrB_Info *info, tc_grb_operand
     }
 }
 
+/* C's own arrays as the output of an SpMM, when GrB_mxm is about to overwrite all of C
+ * (no mask, no accumulator, C of T's type, held in T's order and form, not iso, not an
+ * input): they were written before, so the download does not pay a first touch of every
+ * page of a fresh allocation (the larger part of bringing a result back).  C is left
+ * without entries until they are packed back (tc_give_back_c). */
+typedef struct {
+    int taken;
+    int bitmap, row_major;
+    tc_grb_settings cs;       /* C's settings, which packing resets */
+    GrB_Index x_size, b_size; /* bytes of the arrays taken */
+} tc_c_arrays;
+
+static int tc_take_c(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
+                     int row_major, int bitmap, size_t es, void **out, int8_t **ab,
+                     tc_c_arrays *ca)
+{
+    memset(ca, 0, sizeof *ca);
+    if (accum != NULL || k->ctype != k->ttype || C == A || C == B || tc_env_on("TCSPARSE_GRB_FRESH_C"))
+        return 0;
+    int32_t fmt = 0, status = 0;
+    bool iso = true;
+    const int32_t kind = bitmap ? GxB_BITMAP : GxB_FULL;
+    if (GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &fmt) != GrB_SUCCESS ||
+        (fmt == GxB_BY_ROW) != (row_major != 0) ||
+        GxB_Matrix_Option_get_INT32(C, GxB_SPARSITY_STATUS, &status) != GrB_SUCCESS ||
+        status != kind || GxB_Matrix_iso(&iso, C) != GrB_SUCCESS || iso ||
+        tc_grb_settings_get(C, &ca->cs) != GrB_SUCCESS || (ca->cs.sparsity_control & kind) == 0)
+        return 0;
+    const GrB_Index cells = k->m * k->n;
+    void *x = NULL;
+    int8_t *b = NULL;
+    GrB_Index nvals = 0;
+    GrB_Info gi;
+    if (bitmap)
+        gi = row_major ? GxB_Matrix_unpack_BitmapR(C, &b, &x, &ca->b_size, &ca->x_size, &iso,
+                                                   &nvals, NULL)
+                       : GxB_Matrix_unpack_BitmapC(C, &b, &x, &ca->b_size, &ca->x_size, &iso,
+                                                   &nvals, NULL);
+    else
+        gi = row_major ? GxB_Matrix_unpack_FullR(C, &x, &ca->x_size, &iso, NULL)
+                       : GxB_Matrix_unpack_FullC(C, &x, &ca->x_size, &iso, NULL);
+    if (gi != GrB_SUCCESS)
+        return 0;
+    ca->taken = 1;
+    ca->bitmap = bitmap;
+    ca->row_major = row_major;
+    *out = x;
+    *ab = b;
+    if (iso || ca->x_size < cells * es || (bitmap && ca->b_size < cells)) {
+        /* not what the query promised: put it back as it was */
+        if (bitmap)
+            gi = row_major ? GxB_Matrix_pack_BitmapR(C, ab, out, ca->b_size, ca->x_size, iso,
+                                                     nvals, NULL)
+                           : GxB_Matrix_pack_BitmapC(C, ab, out, ca->b_size, ca->x_size, iso,
+                                                     nvals, NULL);
+        else
+            gi = row_major ? GxB_Matrix_pack_FullR(C, out, ca->x_size, iso, NULL)
+                           : GxB_Matrix_pack_FullC(C, out, ca->x_size, iso, NULL);
+        if (gi == GrB_SUCCESS) {
+            (void)tc_grb_settings_set(C, &ca->cs);
+        } else { /* C stays without entries, which GrB_mxm overwrites anyway */
+            free(*out);
+            free(*ab);
+        }
+        *out = NULL;
+        *ab = NULL;
+        ca->taken = 0;
+        return 0;
+    }
+    return 1;
+}
+
+/* Packs C's arrays back after a failure before the result reached C (their content is then
+ * undefined, which GrB_mxm's overwrite or error allows); frees them if even that fails. */
+static void tc_give_back_c(GrB_Matrix C, tc_call *k, void **out, int8_t **ab, tc_c_arrays *ca)
+{
+    if (!ca->taken)
+        return;
+    const GrB_Index cells = k->m * k->n;
+    GrB_Info gi;
+    if (ca->bitmap) {
+        memset(*ab, 0, (size_t)cells); /* no entries: a bitmap must match its count */
+        gi = ca->row_major ? GxB_Matrix_pack_BitmapR(C, ab, out, ca->b_size, ca->x_size, false,
+                                                     0, NULL)
+                           : GxB_Matrix_pack_BitmapC(C, ab, out, ca->b_size, ca->x_size, false,
+                                                     0, NULL);
+    } else {
+        gi = ca->row_major ? GxB_Matrix_pack_FullR(C, out, ca->x_size, false, NULL)
+                           : GxB_Matrix_pack_FullC(C, out, ca->x_size, false, NULL);
+    }
+    if (gi == GrB_SUCCESS)
+        (void)tc_grb_settings_set(C, &ca->cs);
+    ca->taken = 0;
+}
+
 static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
                        GrB_Info *info)
 {
@@ -281,6 +376,8 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     GrB_Info gi;
     tc_grb_pin *pa = NULL, *pb = NULL;
     tc_grb_pin_state sta = TC_PIN_NONE, stb = TC_PIN_NONE;
+    tc_c_arrays ca;
+    memset(&ca, 0, sizeof ca);
     double t0 = tc_grb_now_ms();
 
     if ((gi = tc_grb_operand_acquire(&oa, A, k->vt, TC_ROLE_SPARSE, k->tran_a, k->nounpack)) ||
@@ -291,7 +388,11 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     tc_grb_csr csr = tc_grb_operand_csr(&oa);
     csr.x = tc_grb_operand_values(&oa);
     tc_grb_dense dense = tc_grb_operand_dense(&ob, k->tran_b);
-    out = tc_grb_alloc_out((size_t)cells * es);
+    GrB_Index empty = 0;
+    for (GrB_Index r = 0; r < m; r++)
+        empty += csr.p[r + 1] == csr.p[r];
+    if (!tc_take_c(k, C, accum, A, B, dense.row_major, empty > 0, es, &out, &ab, &ca))
+        out = tc_grb_alloc_out((size_t)cells * es);
     if (csr.x == NULL || dense.x == NULL || out == NULL) {
         snprintf(k->why, sizeof k->why, "out of host memory");
         goto done;
@@ -315,11 +416,9 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     }
     synced = 1;
     double f0 = tc_grb_now_ms();
-    GrB_Index empty = 0;
-    for (GrB_Index r = 0; r < m; r++)
-        empty += csr.p[r + 1] == csr.p[r];
     if (empty > 0) {
-        ab = tc_grb_alloc_out((size_t)cells);
+        if (ab == NULL)
+            ab = tc_grb_alloc_out((size_t)cells);
         if (ab == NULL) {
             snprintf(k->why, sizeof k->why, "out of host memory");
             goto done;
@@ -352,13 +451,13 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
      * C held in T's order and allowed T's sparsity; packing resets C's settings to the
      * defaults, so they are put back.  Otherwise GrB_Matrix_apply writes C in its own way. */
     int32_t c_fmt = GxB_BY_ROW;
-    tc_grb_settings cs;
+    tc_grb_settings cs = ca.cs;
     const int32_t t_kind = empty == 0 ? GxB_FULL : GxB_BITMAP;
-    const int c_known = GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &c_fmt) == GrB_SUCCESS &&
-                        tc_grb_settings_get(C, &cs) == GrB_SUCCESS;
-    const int fast = accum == NULL && k->ctype == k->ttype && c_known &&
-                     (c_fmt == GxB_BY_ROW) == (dense.row_major != 0) &&
-                     (cs.sparsity_control & t_kind) != 0;
+    const int c_known = ca.taken || (GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &c_fmt) == GrB_SUCCESS &&
+                                     tc_grb_settings_get(C, &cs) == GrB_SUCCESS);
+    const int fast = ca.taken || (accum == NULL && k->ctype == k->ttype && c_known &&
+                                  (c_fmt == GxB_BY_ROW) == (dense.row_major != 0) &&
+                                  (cs.sparsity_control & t_kind) != 0);
     GrB_Matrix target = C;
     if (!fast) {
         if ((gi = GrB_Matrix_new(&T, k->ttype, m, n)) != GrB_SUCCESS) {
@@ -369,15 +468,17 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         target = T;
     }
     /* T comes back in B's order (see tc_grb_gpu_spmm) */
+    const GrB_Index x_size = ca.taken ? ca.x_size : cells * es;
+    const GrB_Index b_size = ca.taken ? ca.b_size : cells;
     if (empty == 0 && dense.row_major)
-        gi = GxB_Matrix_pack_FullR(target, &out, cells * es, false, NULL);
+        gi = GxB_Matrix_pack_FullR(target, &out, x_size, false, NULL);
     else if (empty == 0)
-        gi = GxB_Matrix_pack_FullC(target, &out, cells * es, false, NULL);
+        gi = GxB_Matrix_pack_FullC(target, &out, x_size, false, NULL);
     else if (dense.row_major)
-        gi = GxB_Matrix_pack_BitmapR(target, &ab, &out, cells, cells * es, false,
+        gi = GxB_Matrix_pack_BitmapR(target, &ab, &out, b_size, x_size, false,
                                      (m - empty) * n, NULL);
     else
-        gi = GxB_Matrix_pack_BitmapC(target, &ab, &out, cells, cells * es, false,
+        gi = GxB_Matrix_pack_BitmapC(target, &ab, &out, b_size, x_size, false,
                                      (m - empty) * n, NULL);
     if (gi != GrB_SUCCESS) {
         /* without mask and accum, C's old content does not matter to GrB_mxm */
@@ -389,6 +490,7 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         goto done;
     }
     if (fast) {
+        ca.taken = 0; /* C holds its arrays again */
         /* packing gave C a new header with the default settings: GrB_mxm keeps the user's */
         *info = tc_grb_settings_set(C, &cs);
         pass = 0;
@@ -402,6 +504,7 @@ done:
         tc_grb_pin_unsync(pb, stb);
     }
     tc_release_all(k, &pass, info, &oa, &ob, NULL);
+    tc_give_back_c(C, k, &out, &ab, &ca);
     free(out);
     free(ab);
     GrB_Matrix_free(&T);

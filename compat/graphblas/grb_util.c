@@ -40,7 +40,7 @@ static void *tc_grb_task_run(void *p)
     return NULL;
 }
 
-static int tc_grb_max_threads(void)
+int tc_grb_threads(void)
 {
     const char *e = getenv("TCSPARSE_GRB_THREADS");
     long v = e != NULL && e[0] != '\0' ? strtol(e, NULL, 10) : 0;
@@ -55,7 +55,7 @@ void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t l
                      void *arg)
 {
     size_t want = n * unit_bytes / TC_GRB_BYTES_PER_THREAD;
-    size_t nt = (size_t)tc_grb_max_threads();
+    size_t nt = (size_t)tc_grb_threads();
     if (want < nt)
         nt = want;
     if (nt > n)
@@ -82,6 +82,40 @@ void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t l
     for (size_t t = 1; t < nt; t++)
         if (started[t])
             pthread_join(th[t], NULL);
+}
+
+typedef struct {
+    void (*fn)(void *arg, int lane);
+    void *arg;
+    int lane;
+} tc_grb_lane_task;
+
+static void *tc_grb_lane_main(void *p)
+{
+    tc_grb_lane_task *t = p;
+    t->fn(t->arg, t->lane);
+    return NULL;
+}
+
+void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
+{
+    pthread_t th[TC_GRB_MAX_THREADS];
+    tc_grb_lane_task task[TC_GRB_MAX_THREADS];
+    int started[TC_GRB_MAX_THREADS];
+    if (lanes > TC_GRB_MAX_THREADS)
+        lanes = TC_GRB_MAX_THREADS;
+    for (int l = 0; l < lanes; l++)
+        task[l] = (tc_grb_lane_task){fn, arg, l};
+    for (int l = 1; l < lanes; l++) {
+        started[l] = pthread_create(&th[l], NULL, tc_grb_lane_main, &task[l]) == 0;
+        if (!started[l]) /* no thread to be had: run the lane here, in turn */
+            tc_grb_lane_main(&task[l]);
+    }
+    if (lanes > 0)
+        tc_grb_lane_main(&task[0]);
+    for (int l = 1; l < lanes; l++)
+        if (started[l])
+            pthread_join(th[l], NULL);
 }
 
 /* Page faults on a freshly allocated output are a large part of moving a result to the

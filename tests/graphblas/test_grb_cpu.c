@@ -345,3 +345,128 @@ Test(grb_cpu, pin_not_refreshed_is_not_reused)
     GrB_Matrix_free(&A);
     GrB_Matrix_free(&B);
 }
+
+/* 4 entries a row, rows 3 and 10 empty when asked (the result is then a bitmap, else
+ * full). */
+static GrB_Matrix sparse_rows(GrB_Index m, GrB_Index k, int32_t fmt, int empty)
+{
+    GrB_Matrix A;
+    cr_assert_eq(GrB_Matrix_new(&A, GrB_FP32, m, k), GrB_SUCCESS);
+    cr_assert_eq(GxB_Matrix_Option_set_INT32(A, GxB_FORMAT, fmt), GrB_SUCCESS);
+    for (GrB_Index r = 0; r < m; r++)
+        for (GrB_Index t = 0; t < 4 && !(empty && (r == 3 || r == 10)); t++)
+            cr_assert_eq(GrB_Matrix_setElement_FP32(A, 0.25f * (float)(t + 1) - 0.01f * (float)r, r,
+                                                    (r * 7 + t * 5) % k), GrB_SUCCESS);
+    cr_assert_eq(GrB_Matrix_wait(A, GrB_MATERIALIZE), GrB_SUCCESS);
+    return A;
+}
+
+/* The address of C's values array (C held full or bitmap, by row or by column).  Looking
+ * means unpacking and packing, which resets C's switches: they are put back. */
+static void *c_values_at_(GrB_Matrix C);
+static void *c_values_at(GrB_Matrix C)
+{
+    double h, b;
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_HYPER_SWITCH, &h), 0);
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_BITMAP_SWITCH, &b), 0);
+    void *at = c_values_at_(C);
+    cr_assert_eq(GxB_Matrix_Option_set_FP64(C, GxB_HYPER_SWITCH, h), 0);
+    cr_assert_eq(GxB_Matrix_Option_set_FP64(C, GxB_BITMAP_SWITCH, b), 0);
+    return at;
+}
+
+static void *c_values_at_(GrB_Matrix C)
+{
+    int32_t fmt, status;
+    bool iso;
+    void *x = NULL;
+    int8_t *b = NULL;
+    GrB_Index xs, bs, nv;
+    cr_assert_eq(GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &fmt), 0);
+    cr_assert_eq(GxB_Matrix_Option_get_INT32(C, GxB_SPARSITY_STATUS, &status), 0);
+    const int row = fmt == GxB_BY_ROW;
+    if (status == GxB_FULL) {
+        cr_assert_eq(row ? GxB_Matrix_unpack_FullR(C, &x, &xs, &iso, NULL)
+                         : GxB_Matrix_unpack_FullC(C, &x, &xs, &iso, NULL), 0);
+        void *at = x;
+        cr_assert_eq(row ? GxB_Matrix_pack_FullR(C, &x, xs, iso, NULL)
+                         : GxB_Matrix_pack_FullC(C, &x, xs, iso, NULL), 0);
+        return at;
+    }
+    cr_assert_eq(status, GxB_BITMAP, "C is neither full nor bitmap (%d)", (int)status);
+    cr_assert_eq(row ? GxB_Matrix_unpack_BitmapR(C, &b, &x, &bs, &xs, &iso, &nv, NULL)
+                     : GxB_Matrix_unpack_BitmapC(C, &b, &x, &bs, &xs, &iso, &nv, NULL), 0);
+    void *at = x;
+    cr_assert_eq(row ? GxB_Matrix_pack_BitmapR(C, &b, &x, bs, xs, iso, nv, NULL)
+                     : GxB_Matrix_pack_BitmapC(C, &b, &x, bs, xs, iso, nv, NULL), 0);
+    return at;
+}
+
+/* A C that an earlier call left full (or bitmap) in T's form gives its own arrays to the
+ * next C = A*B: same results as GrB_mxm, the settings kept, the array reused; a failure
+ * after C's arrays were taken still gives GrB_mxm's result; an iso C is not taken. */
+Test(grb_cpu, result_reuses_c_arrays)
+{
+    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
+    const int32_t fmts[2] = {GxB_BY_ROW, GxB_BY_COL};
+    for (int f = 0; f < 2; f++)
+        for (int empty = 0; empty < 2; empty++) {
+            GrB_Matrix A = sparse_rows(48, 40, GxB_BY_ROW, empty);
+            GrB_Matrix B[3], C1, C2;
+            for (int q = 0; q < 3; q++)
+                B[q] = tg_full(GrB_FP32, 40, 24, 42 + q, f == 0 ? TG_BYROW : TG_BYCOL);
+            cr_assert_eq(GrB_Matrix_new(&C1, GrB_FP32, 48, 24), 0);
+            cr_assert_eq(GrB_Matrix_new(&C2, GrB_FP32, 48, 24), 0);
+            cr_assert_eq(GxB_Matrix_Option_set_INT32(C2, GxB_FORMAT, fmts[f]), 0);
+            cr_assert_eq(GxB_Matrix_Option_set_FP64(C2, GxB_HYPER_SWITCH, 0.375), 0);
+            cr_assert_eq(GxB_Matrix_Option_set_FP64(C2, GxB_BITMAP_SWITCH, 0.125), 0);
+            char why[200];
+            void *first = NULL;
+            for (int q = 0; q < 3; q++) {
+                unsetenv("TCSPARSE_GRB_BACKEND");
+                if (q == 2) /* fails after taking C's arrays: GrB_mxm's result all the same */
+                    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+                else
+                    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+                cr_assert_eq(GrB_mxm(C1, NULL, NULL, sr, A, B[q], NULL), GrB_SUCCESS);
+                cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, sr, A, B[q], NULL), GrB_SUCCESS);
+                tcsparse_GrB_stats_t st;
+                tcsparse_GrB_get_stats(&st);
+                cr_expect_eq(st.last_path,
+                             q == 2 ? TCSPARSE_GRB_PATH_GRAPHBLAS : TCSPARSE_GRB_PATH_SPMM,
+                             "fmt %d empty %d call %d: %s", fmts[f], empty, q, st.last_reason);
+                cr_expect_eq(tg_compare(C2, C1, q == 2 ? 0.0 : 1e-5, why, sizeof why), 0,
+                             "fmt %d empty %d call %d: %s", fmts[f], empty, q, why);
+                double h, b;
+                cr_assert_eq(GxB_Matrix_Option_get_FP64(C2, GxB_HYPER_SWITCH, &h), 0);
+                cr_assert_eq(GxB_Matrix_Option_get_FP64(C2, GxB_BITMAP_SWITCH, &b), 0);
+                cr_expect(h == 0.375 && b == 0.125, "call %d: C's switches %g %g", q, h, b);
+                int32_t status = 0;
+                cr_assert_eq(GxB_Matrix_Option_get_INT32(C2, GxB_SPARSITY_STATUS, &status), 0);
+                cr_expect_eq(status, empty ? GxB_BITMAP : GxB_FULL, "call %d: C's form %d", q,
+                             (int)status);
+                if (q == 0)
+                    first = c_values_at(C2);
+                else if (q == 1)
+                    cr_expect(c_values_at(C2) == first,
+                              "fmt %d empty %d: C's values array was not reused", fmts[f], empty);
+            }
+            /* an iso C (one value everywhere) is not taken; the result is still right */
+            setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+            cr_assert_eq(GrB_Matrix_assign_FP32(C2, NULL, NULL, 2.0f, GrB_ALL, 48, GrB_ALL, 24,
+                                                NULL), GrB_SUCCESS);
+            cr_assert_eq(GrB_Matrix_wait(C2, GrB_MATERIALIZE), GrB_SUCCESS);
+            bool iso = false;
+            cr_assert_eq(GxB_Matrix_iso(&iso, C2), GrB_SUCCESS);
+            cr_expect(iso, "the assigned C should be iso");
+            cr_assert_eq(GrB_mxm(C1, NULL, NULL, sr, A, B[1], NULL), GrB_SUCCESS);
+            cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, sr, A, B[1], NULL), GrB_SUCCESS);
+            cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "iso C: %s", why);
+            GrB_Matrix_free(&A);
+            for (int q = 0; q < 3; q++)
+                GrB_Matrix_free(&B[q]);
+            GrB_Matrix_free(&C1);
+            GrB_Matrix_free(&C2);
+        }
+}

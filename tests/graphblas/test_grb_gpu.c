@@ -262,3 +262,70 @@ Test(grb_gpu, pins)
     GrB_Matrix_free(&Cs);
     tc_csr_free(&g);
 }
+
+/* Transfers large enough for the staged, multi-threaded copies (64-bit indices narrowed on
+ * the way up, several lanes each way), and a C whose arrays an earlier call left in T's form
+ * (full for the uniform matrix, bitmap for R-MAT's empty rows) reused by the next calls;
+ * unpinned (cuSPARSE route) and pinned (automatic route); SpMM and SDDMM. */
+Test(grb_gpu, large_transfers_reused_result)
+{
+    TC_REQUIRE_GPU();
+    const char *specs[2] = {"uniform:131072:131072:16", "rmat:17:16"};
+    const GrB_Semiring s = GrB_PLUS_TIMES_SEMIRING_FP32;
+    int failures = 0;
+    for (int f = 0; f < 2; f++) {
+        tc_csr g;
+        char err[200], msg[300];
+        cr_assert_eq(tc_csr_load(specs[f], &g, err, sizeof err), 0, "%s", err);
+        GrB_Matrix A = tg_from_csr(&g, GrB_FP32);
+        const GrB_Index R = (GrB_Index)g.rows, K = (GrB_Index)g.cols, N = 64;
+        for (int pinned = 0; pinned < 2; pinned++) {
+            if (pinned)
+                cr_assert_eq(tcsparse_GrB_pin(A), GrB_SUCCESS);
+            GrB_Matrix C1, C2, S1, S2;
+            cr_assert_eq(GrB_Matrix_new(&C1, GrB_FP32, R, N), 0);
+            cr_assert_eq(GrB_Matrix_new(&C2, GrB_FP32, R, N), 0);
+            cr_assert_eq(GrB_Matrix_new(&S1, GrB_FP32, R, K), 0);
+            cr_assert_eq(GrB_Matrix_new(&S2, GrB_FP32, R, K), 0);
+            for (int q = 0; q < 3; q++) {
+                GrB_Matrix B = full_of(GrB_FP32, K, N, 50 + q);
+                GrB_Matrix X = full_of(GrB_FP32, R, N, 60 + q), Y = full_of(GrB_FP32, K, N, 70 + q);
+                tcsparse_GrB_stats_t st;
+                cr_assert_eq(GrB_mxm(C1, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
+                cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
+                tcsparse_GrB_get_stats(&st);
+                if (st.last_path != TCSPARSE_GRB_PATH_SPMM ||
+                    tg_compare(C2, C1, 1e-5, msg, sizeof msg) != 0) {
+                    cr_log_error("%s pinned=%d call %d SpMM: path %d (%s): %s", specs[f], pinned,
+                                 q, (int)st.last_path, st.last_reason, msg);
+                    failures++;
+                }
+                cr_assert_eq(GrB_mxm(S1, A, NULL, s, X, Y, GrB_DESC_ST1), GrB_SUCCESS);
+                cr_assert_eq(tcsparse_GrB_mxm(S2, A, NULL, s, X, Y, GrB_DESC_ST1), GrB_SUCCESS);
+                tcsparse_GrB_get_stats(&st);
+                if (st.last_path != TCSPARSE_GRB_PATH_SDDMM ||
+                    tg_compare(S2, S1, 1e-5, msg, sizeof msg) != 0) {
+                    cr_log_error("%s pinned=%d call %d SDDMM: path %d (%s): %s", specs[f],
+                                 pinned, q, (int)st.last_path, st.last_reason, msg);
+                    failures++;
+                }
+                cr_log_info("%s pinned=%d call %d: %s; %.2f ms read, %.2f up, %.2f compute, "
+                            "%.2f down, %.2f finish", specs[f], pinned, q, st.last_kernel,
+                            st.ms_acquire, st.ms_upload, st.ms_compute, st.ms_download,
+                            st.ms_finish);
+                GrB_Matrix_free(&B);
+                GrB_Matrix_free(&X);
+                GrB_Matrix_free(&Y);
+            }
+            if (pinned)
+                cr_assert_eq(tcsparse_GrB_unpin(A), GrB_SUCCESS);
+            GrB_Matrix_free(&C1);
+            GrB_Matrix_free(&C2);
+            GrB_Matrix_free(&S1);
+            GrB_Matrix_free(&S2);
+        }
+        GrB_Matrix_free(&A);
+        tc_csr_free(&g);
+    }
+    cr_expect_eq(failures, 0);
+}
