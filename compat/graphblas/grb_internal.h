@@ -185,6 +185,8 @@ int tc_grb_threads(void);
 /* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
  * caller's); a thread that cannot be created has its lane run on the caller's thread. */
 void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);
+/* 1 when the n bytes at a and b are equal (compared on several threads when n is large). */
+int tc_grb_same_bytes(const void *a, const void *b, size_t n);
 /* Logging (TCSPARSE_LOG) and counters. */
 int tc_grb_log_on(void);
 extern tcsparse_GrB_stats_t tc_grb_stats; /* guarded by the adapter lock */

@@ -40,6 +40,8 @@ typedef struct {
     char why[160];
     tc_grb_times times;
     double ms_acquire, ms_finish;
+    const char *finish_how; /* how T reached C (last_reason of an accelerated call) */
+    double ms_restore;      /* of ms_finish: giving the inputs back to GraphBLAS (log line) */
 } tc_call;
 
 static int tc_env_on(const char *name)
@@ -440,7 +442,9 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         }
     }
     /* the operands go back before C is touched: C may be A or B */
+    const double r0 = tc_grb_now_ms();
     GrB_Info ra = tc_grb_operand_release(&oa), rb = tc_grb_operand_release(&ob);
+    k->ms_restore = tc_grb_now_ms() - r0;
     if (ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
         *info = ra != GrB_SUCCESS ? ra : rb;
         snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
@@ -490,11 +494,13 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         goto done;
     }
     if (fast) {
+        k->finish_how = ca.taken ? "written into C's arrays" : "packed into C";
         ca.taken = 0; /* C holds its arrays again */
         /* packing gave C a new header with the default settings: GrB_mxm keeps the user's */
         *info = tc_grb_settings_set(C, &cs);
         pass = 0;
     } else {
+        k->finish_how = "applied by GraphBLAS";
         pass = tc_finish(k, C, NULL, accum, T, info);
     }
     k->ms_finish = tc_grb_now_ms() - f0;
@@ -509,6 +515,96 @@ done:
     free(ab);
     GrB_Matrix_free(&T);
     return pass;
+}
+
+/* SDDMM straight into C.  With a structural mask and no accumulator, C<M,s> = T leaves in C
+ * exactly T on M's pattern when C has no entry outside M's pattern: when C already holds
+ * exactly M's pattern (a loop that recomputes C<M> = X*Y' every step), the values are
+ * written into C's own values array and C keeps its pattern arrays ("in place"); when C has
+ * no entries, or the replace flag clears the rest of C, T is packed into C ("pack"), without
+ * GraphBLAS's masked apply (which costs more than everything else on large inputs). */
+enum { TC_SDDMM_APPLY = 0, TC_SDDMM_PACK, TC_SDDMM_IN_PLACE };
+
+typedef struct {
+    int mode;
+    int by_row;
+    tc_grb_settings cs;
+    GrB_Index *p, *i;
+    void *x;
+    GrB_Index p_size, i_size, x_size;
+} tc_sddmm_c;
+
+static GrB_Info tc_sddmm_pack_c(GrB_Matrix C, tc_sddmm_c *sc)
+{
+    GrB_Info gi = sc->by_row ? GxB_Matrix_pack_CSR(C, &sc->p, &sc->i, &sc->x, sc->p_size,
+                                                   sc->i_size, sc->x_size, false, false, NULL)
+                             : GxB_Matrix_pack_CSC(C, &sc->p, &sc->i, &sc->x, sc->p_size,
+                                                   sc->i_size, sc->x_size, false, false, NULL);
+    if (gi == GrB_SUCCESS)
+        gi = tc_grb_settings_set(C, &sc->cs);
+    return gi;
+}
+
+static void tc_sddmm_plan_c(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Matrix A, GrB_Matrix B,
+                            GrB_BinaryOp accum, const tc_grb_operand *om, size_t es,
+                            tc_sddmm_c *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->mode = TC_SDDMM_APPLY;
+    if (accum != NULL || k->ctype != k->ttype || !k->mask_struct || C == M || C == A ||
+        C == B || tc_env_on("TCSPARSE_GRB_FRESH_C"))
+        return;
+    int32_t fmt = 0, status = 0;
+    GrB_Index nvals = 0;
+    bool iso = true;
+    sc->by_row = om->form == TC_FORM_CSR;
+    if (GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &fmt) != GrB_SUCCESS ||
+        (fmt == GxB_BY_ROW) != (sc->by_row != 0) || GrB_Matrix_nvals(&nvals, C) != GrB_SUCCESS ||
+        tc_grb_settings_get(C, &sc->cs) != GrB_SUCCESS ||
+        (sc->cs.sparsity_control & GxB_SPARSE) == 0)
+        return;
+    if (nvals == 0 || k->replace) {
+        sc->mode = TC_SDDMM_PACK;
+        return;
+    }
+    if (nvals != om->nvals ||
+        GxB_Matrix_Option_get_INT32(C, GxB_SPARSITY_STATUS, &status) != GrB_SUCCESS ||
+        status != GxB_SPARSE || GxB_Matrix_iso(&iso, C) != GrB_SUCCESS || iso)
+        return;
+    GrB_Info gi = sc->by_row ? GxB_Matrix_unpack_CSR(C, &sc->p, &sc->i, &sc->x, &sc->p_size,
+                                                     &sc->i_size, &sc->x_size, &iso, NULL, NULL)
+                             : GxB_Matrix_unpack_CSC(C, &sc->p, &sc->i, &sc->x, &sc->p_size,
+                                                     &sc->i_size, &sc->x_size, &iso, NULL, NULL);
+    if (gi != GrB_SUCCESS)
+        return;
+    const GrB_Index vecs = sc->by_row ? om->nrows : om->ncols;
+    const size_t psz = (size_t)(vecs + 1) * sizeof(GrB_Index);
+    const size_t isz = (size_t)om->nvals * sizeof(GrB_Index);
+    if (!iso && sc->p_size >= psz && sc->i_size >= isz && sc->x_size >= om->nvals * es &&
+        tc_grb_same_bytes(sc->p, om->p, psz) && tc_grb_same_bytes(sc->i, om->i, isz)) {
+        sc->mode = TC_SDDMM_IN_PLACE;
+        return;
+    }
+    /* another pattern: C goes back as it was, and GraphBLAS applies the mask */
+    sc->mode = TC_SDDMM_APPLY;
+    if (iso) { /* iso arrays go back as iso */
+        GrB_Info r = sc->by_row ? GxB_Matrix_pack_CSR(C, &sc->p, &sc->i, &sc->x, sc->p_size,
+                                                      sc->i_size, sc->x_size, true, false, NULL)
+                                : GxB_Matrix_pack_CSC(C, &sc->p, &sc->i, &sc->x, sc->p_size,
+                                                      sc->i_size, sc->x_size, true, false, NULL);
+        if (r == GrB_SUCCESS)
+            r = tc_grb_settings_set(C, &sc->cs);
+        gi = r;
+    } else {
+        gi = tc_sddmm_pack_c(C, sc);
+    }
+    if (gi != GrB_SUCCESS) { /* C keeps no entries; the masked apply writes it all the same */
+        free(sc->p);
+        free(sc->i);
+        free(sc->x);
+        sc->p = sc->i = NULL;
+        sc->x = NULL;
+    }
 }
 
 static tc_grb_vtype tc_mask_vtype(GrB_Matrix M)
@@ -535,6 +631,8 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
     GrB_Info gi;
     tc_grb_pin *pm = NULL, *pa = NULL, *pb = NULL;
     tc_grb_pin_state stm = TC_PIN_NONE, sta = TC_PIN_NONE, stb = TC_PIN_NONE;
+    tc_sddmm_c sc;
+    memset(&sc, 0, sizeof sc);
     double t0 = tc_grb_now_ms();
 
     const tc_grb_vtype mvt = tc_mask_vtype(M);
@@ -569,7 +667,8 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         sta = stb;
         stb = st;
     }
-    out = tc_grb_alloc_out((size_t)P.nnz * es);
+    tc_sddmm_plan_c(k, C, M, A, B, accum, &om, es, &sc);
+    out = sc.mode == TC_SDDMM_IN_PLACE ? sc.x : tc_grb_alloc_out((size_t)P.nnz * es);
     if (L.x == NULL || R.x == NULL || out == NULL || (stm != TC_PIN_NONE && P.x == NULL)) {
         snprintf(k->why, sizeof k->why, "out of host memory");
         goto done;
@@ -590,6 +689,22 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
     }
     synced = 1;
     double f0 = tc_grb_now_ms();
+    if (sc.mode == TC_SDDMM_IN_PLACE) {
+        out = NULL; /* it is C's values array */
+        const double r0 = tc_grb_now_ms();
+        GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
+        GrB_Info rb = tc_grb_operand_release(&ob);
+        k->ms_restore = tc_grb_now_ms() - r0;
+        gi = tc_sddmm_pack_c(C, &sc);
+        sc.mode = TC_SDDMM_APPLY; /* C holds its arrays again (or, failed, they are freed) */
+        k->finish_how = "written into C's arrays";
+        *info = rm != GrB_SUCCESS ? rm : ra != GrB_SUCCESS ? ra : rb != GrB_SUCCESS ? rb : gi;
+        if (*info != GrB_SUCCESS)
+            snprintf(k->why, sizeof k->why, "restoring the matrices failed (%d)", (int)*info);
+        pass = 0;
+        k->ms_finish = tc_grb_now_ms() - f0;
+        goto done;
+    }
     /* T takes M's pattern: M's own arrays when they are a private copy, else a copy */
     const size_t psz = (size_t)(P.rows + 1) * sizeof(GrB_Index);
     const size_t isz = (size_t)P.nnz * sizeof(GrB_Index);
@@ -607,14 +722,41 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         ti = om.i;
         om.p = om.i = NULL;
     }
+    const double r0 = tc_grb_now_ms();
     GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
     GrB_Info rb = tc_grb_operand_release(&ob);
+    k->ms_restore = tc_grb_now_ms() - r0;
     if (rm != GrB_SUCCESS || ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
         *info = rm != GrB_SUCCESS ? rm : ra != GrB_SUCCESS ? ra : rb;
         snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
         pass = 0;
         goto done;
     }
+    if (sc.mode == TC_SDDMM_PACK) { /* T's arrays become C's */
+        sc.p = tp;
+        sc.i = ti;
+        sc.x = out;
+        sc.p_size = psz;
+        sc.i_size = isz;
+        sc.x_size = (GrB_Index)P.nnz * es;
+        tp = ti = NULL;
+        out = NULL;
+        gi = tc_sddmm_pack_c(C, &sc);
+        sc.mode = TC_SDDMM_APPLY;
+        if (gi != GrB_SUCCESS) { /* still ours: freed below; C has lost nothing it needs */
+            tp = sc.p;
+            ti = sc.i;
+            out = sc.x;
+            snprintf(k->why, sizeof k->why, "packing the result failed (%d)", (int)gi);
+            goto done;
+        }
+        *info = GrB_SUCCESS;
+        pass = 0;
+        k->finish_how = "packed into C";
+        k->ms_finish = tc_grb_now_ms() - f0;
+        goto done;
+    }
+    k->finish_how = "applied by GraphBLAS";
     if ((gi = GrB_Matrix_new(&T, k->ttype, k->m, k->n)) != GrB_SUCCESS) {
         *info = gi;
         pass = 0;
@@ -639,6 +781,14 @@ done:
         tc_grb_pin_unsync(pb, stb);
     }
     tc_release_all(k, &pass, info, &om, &oa, &ob);
+    if (sc.mode == TC_SDDMM_IN_PLACE) { /* failed before the result reached C: arrays back */
+        out = NULL;
+        if (tc_sddmm_pack_c(C, &sc) != GrB_SUCCESS) {
+            free(sc.p);
+            free(sc.i);
+            free(sc.x);
+        }
+    }
     free(out);
     free(tp);
     free(ti);
@@ -675,7 +825,8 @@ GrB_Info tc_grb_mxm(tc_grb_mxm_fn real_mxm, const char *who, GrB_Matrix C, const
     if (pass)
         k.path = TCSPARSE_GRB_PATH_GRAPHBLAS;
     else if (info == GrB_SUCCESS)
-        snprintf(k.why, sizeof k.why, "%s", k.times.kernel);
+        snprintf(k.why, sizeof k.why, "%s; result %s", k.times.kernel,
+                 k.finish_how != NULL ? k.finish_how : "?");
 
     tcsparse_GrB_stats_t *s = &tc_grb_stats;
     s->calls++;
@@ -697,8 +848,9 @@ GrB_Info tc_grb_mxm(tc_grb_mxm_fn real_mxm, const char *who, GrB_Matrix C, const
             fprintf(stderr, "tcsparse-grb: %s -> GraphBLAS (%s)\n", who, k.why);
         else
             fprintf(stderr, "tcsparse-grb: %s -> %s (%s; %.3f ms read, %.3f up, %.3f compute, "
-                    "%.3f down, %.3f finish)\n", who, tc_path_name(&k), k.why, k.ms_acquire,
-                    k.times.upload, k.times.compute, k.times.download, k.ms_finish);
+                    "%.3f down, %.3f finish of which %.3f restoring the inputs)\n", who,
+                    tc_path_name(&k), k.why, k.ms_acquire, k.times.upload, k.times.compute,
+                    k.times.download, k.ms_finish, k.ms_restore);
     }
     tc_grb_unlock();
     if (pass)

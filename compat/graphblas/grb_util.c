@@ -118,6 +118,25 @@ void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
             pthread_join(th[l], NULL);
 }
 
+typedef struct {
+    const char *a, *b;
+    volatile int differ;
+} tc_grb_cmp_job;
+
+static void tc_grb_cmp_part(void *arg, size_t lo, size_t hi)
+{
+    tc_grb_cmp_job *j = arg;
+    if (!j->differ && memcmp(j->a + lo, j->b + lo, hi - lo) != 0)
+        j->differ = 1;
+}
+
+int tc_grb_same_bytes(const void *a, const void *b, size_t n)
+{
+    tc_grb_cmp_job j = {a, b, 0};
+    tc_grb_parallel(n, 1, tc_grb_cmp_part, &j);
+    return !j.differ;
+}
+
 /* Page faults on a freshly allocated output are a large part of moving a result to the
  * host; taken on many threads (and on huge pages) they cost a fraction. */
 static void tc_grb_touch(void *arg, size_t lo, size_t hi)

@@ -446,6 +446,10 @@ Test(grb_cpu, result_reuses_c_arrays)
                 cr_assert_eq(GxB_Matrix_Option_get_INT32(C2, GxB_SPARSITY_STATUS, &status), 0);
                 cr_expect_eq(status, empty ? GxB_BITMAP : GxB_FULL, "call %d: C's form %d", q,
                              (int)status);
+                if (q < 2)
+                    cr_expect(strstr(st.last_reason, q == 0 ? "packed into C"
+                                                            : "written into C's arrays") != NULL,
+                              "fmt %d empty %d call %d: %s", fmts[f], empty, q, st.last_reason);
                 if (q == 0)
                     first = c_values_at(C2);
                 else if (q == 1)
@@ -469,4 +473,113 @@ Test(grb_cpu, result_reuses_c_arrays)
             GrB_Matrix_free(&C1);
             GrB_Matrix_free(&C2);
         }
+}
+
+/* The address of C's values array, C held sparse (CSR or CSC). */
+static void *c_sparse_values_at(GrB_Matrix C)
+{
+    int32_t fmt;
+    GrB_Index *p, *i, ps, is, xs;
+    void *x;
+    bool iso;
+    double h, b;
+    cr_assert_eq(GxB_Matrix_Option_get_INT32(C, GxB_FORMAT, &fmt), 0);
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_HYPER_SWITCH, &h), 0);
+    cr_assert_eq(GxB_Matrix_Option_get_FP64(C, GxB_BITMAP_SWITCH, &b), 0);
+    const int row = fmt == GxB_BY_ROW;
+    cr_assert_eq(row ? GxB_Matrix_unpack_CSR(C, &p, &i, &x, &ps, &is, &xs, &iso, NULL, NULL)
+                     : GxB_Matrix_unpack_CSC(C, &p, &i, &x, &ps, &is, &xs, &iso, NULL, NULL), 0);
+    void *at = x;
+    cr_assert_eq(row ? GxB_Matrix_pack_CSR(C, &p, &i, &x, ps, is, xs, iso, false, NULL)
+                     : GxB_Matrix_pack_CSC(C, &p, &i, &x, ps, is, xs, iso, false, NULL), 0);
+    cr_assert_eq(GxB_Matrix_Option_set_FP64(C, GxB_HYPER_SWITCH, h), 0);
+    cr_assert_eq(GxB_Matrix_Option_set_FP64(C, GxB_BITMAP_SWITCH, b), 0);
+    return at;
+}
+
+/* C<M,struct> = X*Y' repeated into the same C (held sparse: its bitmap switch is high): the
+ * first call packs T into the empty C,
+ * the next ones write into C's values array (C holds M's pattern); the results are
+ * GrB_mxm's, C's settings stay, a failure after C's arrays were taken still gives GrB_mxm's
+ * result; a C with another pattern, a valued mask and an accumulator take GraphBLAS's
+ * masked apply. */
+Test(grb_cpu, sddmm_result_into_c)
+{
+    GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
+    const int32_t fmts[2] = {GxB_BY_ROW, GxB_BY_COL};
+    char why[200];
+    for (int f = 0; f < 2; f++) {
+        GrB_Matrix M = tg_sparse(GrB_FP32, 40, 36, 0.15, 51, f == 0 ? TG_BYROW : TG_BYCOL);
+        GrB_Matrix X[3], Y = tg_full(GrB_FP32, 36, 12, 55, TG_BYROW), C1, C2;
+        for (int q = 0; q < 3; q++)
+            X[q] = tg_full(GrB_FP32, 40, 12, 52 + q, TG_BYROW);
+        cr_assert_eq(GrB_Matrix_new(&C1, GrB_FP32, 40, 36), 0);
+        cr_assert_eq(GrB_Matrix_new(&C2, GrB_FP32, 40, 36), 0);
+        cr_assert_eq(GxB_Matrix_Option_set_INT32(C1, GxB_FORMAT, fmts[f]), 0);
+        cr_assert_eq(GxB_Matrix_Option_set_INT32(C2, GxB_FORMAT, fmts[f]), 0);
+        cr_assert_eq(GxB_Matrix_Option_set_FP64(C2, GxB_HYPER_SWITCH, 0.375), 0);
+        cr_assert_eq(GxB_Matrix_Option_set_FP64(C2, GxB_BITMAP_SWITCH, 0.875), 0);
+        void *first = NULL;
+        for (int q = 0; q < 3; q++) {
+            setenv("TCSPARSE_GRB_BACKEND", q == 2 ? "fail" : "host", 1);
+            cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[q], Y, GrB_DESC_ST1), GrB_SUCCESS);
+            cr_assert_eq(tcsparse_GrB_mxm(C2, M, NULL, sr, X[q], Y, GrB_DESC_ST1), GrB_SUCCESS);
+            tcsparse_GrB_stats_t st;
+            tcsparse_GrB_get_stats(&st);
+            cr_expect_eq(st.last_path,
+                         q == 2 ? TCSPARSE_GRB_PATH_GRAPHBLAS : TCSPARSE_GRB_PATH_SDDMM,
+                         "fmt %d call %d: %s", fmts[f], q, st.last_reason);
+            cr_expect_eq(tg_compare(C2, C1, q == 2 ? 0.0 : 1e-5, why, sizeof why), 0,
+                         "fmt %d call %d: %s", fmts[f], q, why);
+            double h, b;
+            int32_t fmt;
+            cr_assert_eq(GxB_Matrix_Option_get_FP64(C2, GxB_HYPER_SWITCH, &h), 0);
+            cr_assert_eq(GxB_Matrix_Option_get_FP64(C2, GxB_BITMAP_SWITCH, &b), 0);
+            cr_assert_eq(GxB_Matrix_Option_get_INT32(C2, GxB_FORMAT, &fmt), 0);
+            cr_expect(h == 0.375 && b == 0.875 && fmt == fmts[f],
+                      "call %d: C's switches %g %g, format %d", q, h, b, (int)fmt);
+            if (q < 2)
+                cr_expect(strstr(st.last_reason, q == 0 ? "packed into C"
+                                                        : "written into C's arrays") != NULL,
+                          "fmt %d call %d: %s", fmts[f], q, st.last_reason);
+            if (q == 0)
+                first = c_sparse_values_at(C2);
+            else if (q == 1)
+                cr_expect(c_sparse_values_at(C2) == first,
+                          "fmt %d: C's values array was not written in place", fmts[f]);
+        }
+        setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+        /* C with one more entry than M's pattern: the masked apply keeps it */
+        GrB_Index mi[1], mj[1];
+        for (GrB_Index r = 0, done = 0; r < 40 && !done; r++)
+            for (GrB_Index c = 0; c < 36 && !done; c++) {
+                float v;
+                if (GrB_Matrix_extractElement_FP32(&v, M, r, c) == GrB_NO_VALUE) {
+                    mi[0] = r, mj[0] = c, done = 1;
+                }
+            }
+        cr_assert_eq(GrB_Matrix_setElement_FP32(C1, 7.0f, mi[0], mj[0]), 0);
+        cr_assert_eq(GrB_Matrix_setElement_FP32(C2, 7.0f, mi[0], mj[0]), 0);
+        cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[0], Y, GrB_DESC_ST1), GrB_SUCCESS);
+        cr_assert_eq(tcsparse_GrB_mxm(C2, M, NULL, sr, X[0], Y, GrB_DESC_ST1), GrB_SUCCESS);
+        cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "extra entry: %s", why);
+        /* valued mask (explicit zeros of M drop out) and an accumulator */
+        cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[1], Y, GrB_DESC_T1), GrB_SUCCESS);
+        cr_assert_eq(tcsparse_GrB_mxm(C2, M, NULL, sr, X[1], Y, GrB_DESC_T1), GrB_SUCCESS);
+        cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "valued mask: %s", why);
+        cr_assert_eq(GrB_mxm(C1, M, GrB_PLUS_FP32, sr, X[2], Y, GrB_DESC_ST1), GrB_SUCCESS);
+        cr_assert_eq(tcsparse_GrB_mxm(C2, M, GrB_PLUS_FP32, sr, X[2], Y, GrB_DESC_ST1),
+                     GrB_SUCCESS);
+        cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "accumulator: %s", why);
+        /* replace: T packed into C whatever C held */
+        cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[0], Y, GrB_DESC_RST1), GrB_SUCCESS);
+        cr_assert_eq(tcsparse_GrB_mxm(C2, M, NULL, sr, X[0], Y, GrB_DESC_RST1), GrB_SUCCESS);
+        cr_expect_eq(tg_compare(C2, C1, 1e-5, why, sizeof why), 0, "replace: %s", why);
+        GrB_Matrix_free(&M);
+        GrB_Matrix_free(&Y);
+        for (int q = 0; q < 3; q++)
+            GrB_Matrix_free(&X[q]);
+        GrB_Matrix_free(&C1);
+        GrB_Matrix_free(&C2);
+    }
 }
