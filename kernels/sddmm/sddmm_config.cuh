@@ -42,5 +42,48 @@ constexpr int chunk_elems() { return kChunkBytes / (int)sizeof(T); }
 template <class P>
 constexpr int min_blocks_per_sm() { return P::kSplit ? 4 : 5; }
 
+// ---- the pipelined variant (sddmm_kernel_pipe.cuh) ---------------------------------------
+//
+// Each warp streams its own blocks through a ring of S slots in shared memory, filled by
+// cp.async S - 1 steps ahead (S = kPipeStages unless TCSPARSE_SDDMM_PIPE_STAGES says 2 or 4).
+// A step is one chunk of K for the kPipeBlocks blocks the warp multiplies at once; lane
+// (g, t) copies, and later reads back, exactly its own 32 bytes of each block's column g (the
+// fragment it needs), so a slot is private to its lane and the ring needs no barrier at all.
+// A slot keeps the lane's pieces as kPipeVecs rows of 32 lanes x 16 bytes: every
+// quarter-warp touches 128 consecutive bytes, conflict free for the cp.async writes and the
+// 16-byte reads alike.
+constexpr int kPipeStages = 3;      // ring depth: steps in flight per warp = S - 1
+constexpr int kPipeMaxStages = 4;
+constexpr int kPipeBlocks = kBlocksPerWarp;
+constexpr int kPipeVecs = kPipeBlocks * kLaneBytes / 16; // 16-byte pieces per lane per step
+constexpr int kPipeSlotBytes = kPipeVecs * 32 * 16;
+constexpr int kPipeMaxChunks = 8;   // A's whole K is staged once per work item: up to 1 KB a row
+constexpr int kPipePrefetch = 2;    // nonzeros per lane whose (val_idx, blk_pos) are prefetched
+constexpr int kTileBytes = kWinRows * kBlkCols * 4;
+
+// Dynamic shared memory of the pipelined kernel with an S-slot ring for nk chunks of K: the
+// warps' rings, their 16x8 output tiles, and the window's 16 rows of A.
+constexpr int pipe_smem_bytes(int nk, int S)
+{
+    return kWarps * S * kPipeSlotBytes + kWarps * kPipeBlocks * kTileBytes +
+           kWinRows * (nk * kChunkBytes + kRowPad);
+}
+
+// Above this the kernel would need the opt-in attribute: the launcher keeps under it (a
+// 4-slot ring falls back to 3 slots past 5 chunks of K).
+constexpr int kPipeSmemLimit = 48 * 1024;
+
+static_assert(kPipeStages >= 2 && kPipeStages <= kPipeMaxStages, "ring: 2 to 4 slots");
+static_assert(kThreads == kWinRows * 8, "A staging: 8 threads (128 bytes) per window row");
+// The default ring fits every staged K: 4-6 thread blocks an SM (smem at K = 256/128/32
+// FP32: 44.3/36.3/30.3 KB).
+static_assert(pipe_smem_bytes(kPipeMaxChunks, kPipeStages) <= kPipeSmemLimit,
+              "pipelined SDDMM: the default ring must fit every staged K");
+
+// Resident thread blocks per SM asked of ptxas: 6 (<= 80 registers; shared memory allows 6 up
+// to K = 128 FP32) for TF32 and FP16, no spill; 3xTF32 spills there and keeps 5 (<= 96).
+template <class P>
+constexpr int pipe_min_blocks_per_sm() { return P::kSplit ? 5 : 6; }
+
 } // namespace sddmm
 } // namespace tc

@@ -3,40 +3,12 @@
 #include <cstdlib>
 #include "../kernels.h"
 #include "../occupancy_cache.cuh"
-#include "sddmm_kernel.cuh"
+#include "sddmm_kernel_pipe.cuh"
 
 namespace {
 
 using namespace tc;
 using namespace tc::sddmm;
-
-// Instantiations: every (precision, C type) the router can ask for.  The base and the
-// chunked schedule share one kernel (SDDMM blocks never add into each other's output).
-void *pick_kernel(const tc_sddmm_args *a, const char **name)
-{
-    switch (a->ab_type) {
-    case TC_T_F32:
-        if (a->c_type != TC_T_F32)
-            break;
-        if (a->tf32) {
-            *name = "tc_sddmm_tf32";
-            return (void *)sddmm_kernel<Tf32, float>;
-        }
-        *name = "tc_sddmm_3xtf32";
-        return (void *)sddmm_kernel<Tf32x3, float>;
-    case TC_T_F16:
-        if (a->c_type == TC_T_F32) {
-            *name = "tc_sddmm_f16_f32out";
-            return (void *)sddmm_kernel<F16, float>;
-        }
-        if (a->c_type == TC_T_F16) {
-            *name = "tc_sddmm_f16";
-            return (void *)sddmm_kernel<F16, __half>;
-        }
-        break;
-    }
-    return nullptr;
-}
 
 int env_int(const char *name)
 {
@@ -50,6 +22,97 @@ int64_t chunks_of_k(const tc_sddmm_args *a)
 {
     const int64_t ce = kChunkBytes / (int64_t)elem_size(a->ab_type);
     return (a->K + ce - 1) / ce;
+}
+
+// Slots of the pipelined kernel's ring (sddmm_kernel_pipe.cuh), or 0 for the other kernel:
+// the pipelined one unless TCSPARSE_SDDMM_PIPE=0, wherever the whole K of A fits its shared
+// memory (the other kernel beyond).  TCSPARSE_SDDMM_PIPE_STAGES=2|3|4 forces the ring depth
+// (a tuning knob for tcsparse-bench-sddmm; 4 slots fall back to the default where they would
+// exceed 48 KB: FP32 K > 160, FP16 K > 320).  Reads only the types and K, as tc_sddmm_occupancy
+// promises.
+int pipe_stages(const tc_sddmm_args *a)
+{
+    static const bool enabled = [] {
+        const char *e = getenv("TCSPARSE_SDDMM_PIPE");
+        return e == nullptr || atoi(e) != 0;
+    }();
+    static const int forced = env_int("TCSPARSE_SDDMM_PIPE_STAGES");
+    const int64_t nk = chunks_of_k(a);
+    if (!enabled || nk > kPipeMaxChunks)
+        return 0;
+    const int s = forced >= 2 && forced <= kPipeMaxStages ? forced : kPipeStages;
+    return pipe_smem_bytes(nk > 0 ? (int)nk : 1, s) <= kPipeSmemLimit ? s : kPipeStages;
+}
+
+// The pipelined instantiation with an S-slot ring, and its name: the default depth is
+// "<base>_pipe", the others "<base>_pipe2" / "<base>_pipe4".
+template <class P, class CT>
+void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
+{
+    static_assert(kPipeMaxStages == 4 && kPipeStages == 3, "names and instantiations below");
+    *name = names[S - 2];
+    if (S == 2)
+        return (void *)sddmm_pipe_kernel<P, CT, 2>;
+    if (S == 4)
+        return (void *)sddmm_pipe_kernel<P, CT, 4>;
+    return (void *)sddmm_pipe_kernel<P, CT, 3>;
+}
+
+// Instantiations: every (precision, C type) the router can ask for, in both variants.  The
+// base and the chunked schedule share one kernel (SDDMM blocks never add into each other's
+// output).
+void *pick_kernel(const tc_sddmm_args *a, const char **name)
+{
+    static const char *const tf32[3] = {"tc_sddmm_tf32_pipe2", "tc_sddmm_tf32_pipe",
+                                        "tc_sddmm_tf32_pipe4"};
+    static const char *const x3[3] = {"tc_sddmm_3xtf32_pipe2", "tc_sddmm_3xtf32_pipe",
+                                      "tc_sddmm_3xtf32_pipe4"};
+    static const char *const h32[3] = {"tc_sddmm_f16_f32out_pipe2", "tc_sddmm_f16_f32out_pipe",
+                                       "tc_sddmm_f16_f32out_pipe4"};
+    static const char *const h16[3] = {"tc_sddmm_f16_pipe2", "tc_sddmm_f16_pipe",
+                                       "tc_sddmm_f16_pipe4"};
+    const int S = pipe_stages(a);
+    switch (a->ab_type) {
+    case TC_T_F32:
+        if (a->c_type != TC_T_F32)
+            break;
+        if (a->tf32) {
+            if (S > 0)
+                return pipe_kernel<Tf32, float>(S, tf32, name);
+            *name = "tc_sddmm_tf32";
+            return (void *)sddmm_kernel<Tf32, float>;
+        }
+        if (S > 0)
+            return pipe_kernel<Tf32x3, float>(S, x3, name);
+        *name = "tc_sddmm_3xtf32";
+        return (void *)sddmm_kernel<Tf32x3, float>;
+    case TC_T_F16:
+        if (a->c_type == TC_T_F32) {
+            if (S > 0)
+                return pipe_kernel<F16, float>(S, h32, name);
+            *name = "tc_sddmm_f16_f32out";
+            return (void *)sddmm_kernel<F16, float>;
+        }
+        if (a->c_type == TC_T_F16) {
+            if (S > 0)
+                return pipe_kernel<F16, __half>(S, h16, name);
+            *name = "tc_sddmm_f16";
+            return (void *)sddmm_kernel<F16, __half>;
+        }
+        break;
+    }
+    return nullptr;
+}
+
+// Dynamic shared memory of the kernel pick_kernel chose.
+size_t smem_bytes(const tc_sddmm_args *a)
+{
+    const int64_t nk = chunks_of_k(a);
+    const int S = pipe_stages(a);
+    if (S > 0)
+        return (size_t)pipe_smem_bytes(nk > 0 ? (int)nk : 1, S);
+    const int64_t tile_chunks = nk < kTileChunks ? nk : kTileChunks; // as make_params
+    return (size_t)kWinRows * (size_t)(tile_chunks * kChunkBytes + kRowPad);
 }
 
 // Warps sharing a block: the most (of 4, 2) that still leave a group (the blocks a thread
@@ -108,10 +171,7 @@ extern "C" tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *bloc
     *blocks_per_sm = 0;
     if (fn == nullptr)
         return TCSPARSE_STATUS_NOT_SUPPORTED;
-    const int64_t nk = chunks_of_k(a);
-    const int64_t tile_chunks = nk < kTileChunks ? nk : kTileChunks; // as make_params
-    const size_t smem = (size_t)kWinRows * (size_t)(tile_chunks * kChunkBytes + kRowPad);
-    cudaError_t e = cached_occupancy(blocks_per_sm, fn, kThreads, smem);
+    cudaError_t e = cached_occupancy(blocks_per_sm, fn, kThreads, smem_bytes(a));
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *blocks_per_sm = 0;
@@ -133,7 +193,7 @@ extern "C" tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t
     if (a->M == 0 || a->N == 0 || a->plan->blocks == 0 || items == 0)
         return TCSPARSE_STATUS_SUCCESS; // no nonzero of C: nothing to write
     Params p = make_params(a);
-    const size_t smem = (size_t)kWinRows * (size_t)(p.tile_chunks * kChunkBytes + kRowPad);
+    const size_t smem = smem_bytes(a);
     void *args[] = {&p};
     cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)items), dim3(kThreads), args, smem, s);
     if (e == cudaSuccess)
