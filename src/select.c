@@ -43,13 +43,13 @@ static const double cu3_coef_spmm[2][TC_SEL_NY] = { /* cuSPARSE CSR_ALG3: 32-bit
     {8.28733, 0.0877522, 0, 1.69887, 2.2219, 104.758},
 };
 static const double tc_coef_sddmm[3][TC_SEL_NX] = { /* 3xTF32, TF32, 16-bit */
-    {5.86071, 202.85, 408.298, 0.101364, 0.84133, 0.984041, 0, 0},
-    {6.01731, 199.609, 285.201, 0.0655148, 0.776388, 0.887619, 0, 0},
-    {6.01731, 199.609, 285.201, 0.0655148, 0.776388, 0.887619, 0, 0},
+    {8.87904, 102.317, 323.497, 0.144448, 0.492375, 0.214915, 0, 0},
+    {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
+    {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
 };
 static const double cu_coef_sddmm[2][TC_SEL_NY] = { /* 32-bit, 16-bit */
-    {6.59408, 0.160568, 0.018904, 1.85911, 0.54681, 31.7742},
-    {6.59408, 0.160568, 0.018904, 1.85911, 0.54681, 31.7742},
+    {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
+    {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
 };
 /* END COEFFICIENTS */
 
@@ -223,11 +223,12 @@ int64_t tc_select_default_chunk_blocks(int64_t blocks, int sm_count)
 /* Resident thread blocks per SM on the H100 (65536 registers, 64 warps, 32 blocks, 228 KB
  * shared memory per SM) from the kernels' register counts (docs/performance.md, kernel
  * notes): SpMM TF32 64 (72 balanced), 3xTF32 93, 16-bit 90 registers, 5.4 KB shared;
- * SDDMM 4 warps with __launch_bounds__ minimum 5 (3xTF32: 4) blocks. */
+ * SDDMM (the pipelined kernel, kernels/sddmm/sddmm_kernel_pipe.cuh) 4 warps, 6 blocks
+ * (3xTF32: 5, by registers; 5 by shared memory from FP32 K > 160). */
 int tc_select_h100_bps(int op, int prec, int warps, int balanced)
 {
     if (op == TC_SEL_OP_SDDMM)
-        return prec == TC_SEL_P_3XTF32 ? 4 : 5;
+        return prec == TC_SEL_P_3XTF32 ? 5 : 6;
     const int regs = prec == TC_SEL_P_TF32 ? (balanced ? 72 : 64) : prec == TC_SEL_P_F16 ? 90 : 93;
     const int per_warp = (regs * 32 + 255) / 256 * 256;
     int w = 65536 / per_warp;

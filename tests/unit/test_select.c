@@ -156,7 +156,9 @@ Test(select_config, h100_occupancy_and_chunks)
     cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_TF32, 4, 1), 7);
     cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_3XTF32, 4, 0), 5);
     cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SPMM, TC_SEL_P_3XTF32, 1, 0), 21);
-    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SDDMM, TC_SEL_P_TF32, 4, 0), 5);
+    /* the pipelined SDDMM kernel: 6 blocks (TF32, FP16), 5 (3xTF32, by registers) */
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SDDMM, TC_SEL_P_TF32, 4, 0), 6);
+    cr_assert_eq(tc_select_h100_bps(TC_SEL_OP_SDDMM, TC_SEL_P_3XTF32, 4, 0), 5);
     cr_assert_eq(tc_select_default_chunk_blocks(2022868, 132), 128);
     cr_assert_eq(tc_select_default_chunk_blocks(82496, 132), 32);
     cr_assert_eq(tc_select_default_chunk_blocks(1000, 132), 16);
