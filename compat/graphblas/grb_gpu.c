@@ -166,6 +166,8 @@ static int tc_xfer_lane_init(tc_xfer_lane *x)
  * unavailable. */
 static int tc_xfer_lanes_for(size_t bytes)
 {
+    if (bytes < TC_XFER_MIN) /* before the set-up: small work never pins 64 MiB */
+        return 0;
     if (tc_xfer_state == 0) {
         const char *e = getenv("TCSPARSE_GRB_STAGING");
         int want = tc_grb_threads();
@@ -191,7 +193,7 @@ static int tc_xfer_lanes_for(size_t bytes)
             tc_xfer_state = tc_nlanes > 0 ? 1 : -1;
         }
     }
-    if (tc_xfer_state < 0 || bytes < TC_XFER_MIN)
+    if (tc_xfer_state < 0)
         return 0;
     size_t n = bytes / TC_XFER_PER_LANE;
     if (n < 1)
