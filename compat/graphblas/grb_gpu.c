@@ -121,7 +121,7 @@ static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t 
 #define TC_XFER_LANES 16
 #define TC_XFER_BUF ((size_t)2 << 20)  /* bytes of one pinned buffer */
 #define TC_XFER_MIN ((size_t)1 << 20)  /* smaller copies go through cudaMemcpy */
-#define TC_XFER_PER_LANE ((size_t)4 << 20) /* bytes a lane must have to pay for its thread */
+#define TC_XFER_PER_LANE ((size_t)1 << 20) /* bytes a lane must have to pay for its thread */
 
 typedef struct {
     void *buf[2];
