@@ -3,21 +3,32 @@
 #include <cstdlib>
 #include "../kernels.h"
 #include "../occupancy_cache.cuh"
-#include "spmm_kernel_cta.cuh"
+#include "spmm_kernel_pipe.cuh"
 
 namespace {
 
 using namespace tc;
 
-// Instantiations: every (precision, output type, J) the router can ask for, base and balanced.
-template <class P, class CT, int J>
-struct Inst {
-    static void *fn(bool balanced)
-    {
-        return balanced ? (void *)spmm_cta_kernel<P, CT, J, true>
-                        : (void *)spmm_cta_kernel<P, CT, J, false>;
-    }
-};
+// Instantiations: every (precision, output type, J) the router can ask for, base and balanced,
+// in the pipelined form (spmm_kernel_pipe.cuh) with each ring depth the launcher offers, and
+// the other form (S = 0).
+template <class P, class CT, int J, bool kBal>
+void *fn_of(int S)
+{
+    static_assert(spmm::kPipeStages == 4, "ring depths instantiated below");
+    // depths whose shared memory would pass the limit are never picked (pipe_stages)
+    constexpr bool k6 = spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, 6) <= spmm::kPipeSmemLimit;
+    constexpr bool k8 = spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, 8) <= spmm::kPipeSmemLimit;
+    if (S == 0)
+        return (void *)spmm_cta_kernel<P, CT, J, kBal>;
+    if constexpr (k6)
+        if (S == 6)
+            return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 6>;
+    if constexpr (k8)
+        if (S == 8)
+            return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 8>;
+    return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 4>;
+}
 
 int env_int(const char *name)
 {
@@ -44,27 +55,77 @@ int cta_warps(const tc_spmm_args *a)
     return w < kMaxCtaWarps ? (int)(w > 0 ? w : 1) : kMaxCtaWarps;
 }
 
-void *pick_kernel(const tc_spmm_args *a, bool balanced, const char **name)
+// Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel
+// (TCSPARSE_SPMM_PIPE=0): every shape and type has the pipelined one.  TCSPARSE_SPMM_PIPE_STAGES
+// = 6 or 8 deepens the ring (a tuning knob for tcsparse-bench; a depth whose shared memory
+// would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).  Reads only the types and J,
+// as tc_spmm_occupancy promises the selector.
+template <class P, int J>
+int pipe_stages()
 {
-    const int j = pick_j(a);
+    static const bool enabled = [] {
+        const char *e = getenv("TCSPARSE_SPMM_PIPE");
+        return e == nullptr || atoi(e) != 0;
+    }();
+    static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
+    if (!enabled)
+        return 0;
+    const int S = forced == 6 || forced == 8 ? forced : spmm::kPipeStages;
+    return spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, S) <= spmm::kPipeSmemLimit
+               ? S
+               : spmm::kPipeStages;
+}
+
+// The kernel tc_spmm_launch runs for these arguments, its name and its dynamic shared memory.
+struct Pick {
+    void *fn;
+    const char *name;
+    size_t smem;
+};
+
+// names: the other kernel's, then the pipelined one's with the default ring ("..._pipe"), 6
+// and 8 slots ("..._pipe6", "..._pipe8").
+template <class P, class CT, int J>
+Pick pick_of(bool balanced, int warps, const char *const (&names)[4])
+{
+    const int S = pipe_stages<P, J>();
+    return Pick{balanced ? fn_of<P, CT, J, true>(S) : fn_of<P, CT, J, false>(S),
+                names[S == 0 ? 0 : S == 6 ? 2 : S == 8 ? 3 : 1],
+                S == 0 ? 0 : (size_t)spmm::pipe_smem_bytes<P, J>(warps, S)};
+}
+
+#define TC_SPMM_NAMES(base) {base, base "_pipe", base "_pipe6", base "_pipe8"}
+
+Pick pick_kernel(const tc_spmm_args *a, bool balanced)
+{
+    static const char *const tf32_4[4] = TC_SPMM_NAMES("tc_spmm_tf32_j4");
+    static const char *const tf32_8[4] = TC_SPMM_NAMES("tc_spmm_tf32_j8");
+    static const char *const x3_4[4] = TC_SPMM_NAMES("tc_spmm_3xtf32_j4");
+    static const char *const x3_8[4] = TC_SPMM_NAMES("tc_spmm_3xtf32_j8");
+    static const char *const h_f[4] = TC_SPMM_NAMES("tc_spmm_f16_f32out");
+    static const char *const h_h[4] = TC_SPMM_NAMES("tc_spmm_f16");
+    static const char *const bf_f[4] = TC_SPMM_NAMES("tc_spmm_bf16_f32out");
+    static const char *const bf_bf[4] = TC_SPMM_NAMES("tc_spmm_bf16");
+    const int j = pick_j(a), w = cta_warps(a);
     const bool cf = a->c_type == TC_T_F32;
     switch (a->ab_type) {
     case TC_T_F32:
-        if (a->tf32) {
-            *name = j == 4 ? "tc_spmm_tf32_j4" : "tc_spmm_tf32_j8";
-            return j == 4 ? Inst<Tf32, float, 4>::fn(balanced) : Inst<Tf32, float, 8>::fn(balanced);
-        }
-        *name = j == 4 ? "tc_spmm_3xtf32_j4" : "tc_spmm_3xtf32_j8";
-        return j == 4 ? Inst<Tf32x3, float, 4>::fn(balanced) : Inst<Tf32x3, float, 8>::fn(balanced);
+        if (a->tf32)
+            return j == 4 ? pick_of<Tf32, float, 4>(balanced, w, tf32_4)
+                          : pick_of<Tf32, float, 8>(balanced, w, tf32_8);
+        return j == 4 ? pick_of<Tf32x3, float, 4>(balanced, w, x3_4)
+                      : pick_of<Tf32x3, float, 8>(balanced, w, x3_8);
     case TC_T_F16:
-        *name = cf ? "tc_spmm_f16_f32out" : "tc_spmm_f16";
-        return cf ? Inst<F16, float, 8>::fn(balanced) : Inst<F16, __half, 8>::fn(balanced);
+        return cf ? pick_of<F16, float, 8>(balanced, w, h_f)
+                  : pick_of<F16, __half, 8>(balanced, w, h_h);
     case TC_T_BF16:
-        *name = cf ? "tc_spmm_bf16_f32out" : "tc_spmm_bf16";
-        return cf ? Inst<Bf16, float, 8>::fn(balanced) : Inst<Bf16, __nv_bfloat16, 8>::fn(balanced);
+        return cf ? pick_of<Bf16, float, 8>(balanced, w, bf_f)
+                  : pick_of<Bf16, __nv_bfloat16, 8>(balanced, w, bf_bf);
     }
-    return nullptr;
+    return Pick{nullptr, "unknown", 0};
 }
+
+#undef TC_SPMM_NAMES
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
@@ -101,18 +162,15 @@ void launch_scale(const SpmmParams &p, const int32_t *wins, int32_t n, cudaStrea
 
 extern "C" const char *tc_spmm_kernel_name(const tc_spmm_args *a)
 {
-    const char *name = "unknown";
-    pick_kernel(a, a->chunks != nullptr, &name);
-    return name;
+    return pick_kernel(a, a->chunks != nullptr).name;
 }
 
 extern "C" tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
                                               int *blocks_per_sm)
 {
-    const char *name;
-    void *fn = pick_kernel(a, a->chunks != nullptr, &name);
+    const Pick k = pick_kernel(a, a->chunks != nullptr);
     *warps_per_block = cta_warps(a);
-    cudaError_t e = cached_occupancy(blocks_per_sm, fn, *warps_per_block * 32, 0);
+    cudaError_t e = cached_occupancy(blocks_per_sm, k.fn, *warps_per_block * 32, k.smem);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return TCSPARSE_STATUS_ARCH_MISMATCH;
@@ -123,10 +181,10 @@ extern "C" tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_
 extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s, char *err,
                                            size_t errlen)
 {
-    const char *name = "unknown";
     const bool balanced = a->chunks != nullptr;
-    void *fn = pick_kernel(a, balanced, &name);
-    if (fn == nullptr) {
+    const Pick k = pick_kernel(a, balanced);
+    const char *name = k.name;
+    if (k.fn == nullptr) {
         snprintf(err, errlen, "tensor-core SpMM: no kernel for this type combination");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
@@ -154,7 +212,7 @@ extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s
     const dim3 grid((unsigned)p.items, (unsigned)p.n_slices), block(cta_warps(a) * 32);
     if (grid.x > 0 && grid.y > 0) {
         void *args[] = {&p};
-        cudaError_t e = cudaLaunchKernel(fn, grid, block, args, 0, s);
+        cudaError_t e = cudaLaunchKernel(k.fn, grid, block, args, k.smem, s);
         if (e == cudaSuccess)
             e = cudaGetLastError();
         if (e != cudaSuccess) {

@@ -354,6 +354,37 @@ Test(gpu_spmm, formats_bases_widths_layouts)
     tc_csr_free(&m);
 }
 
+/* N that is not a whole number of a lane's B pieces, with 16-byte aligned rows (ldb a multiple
+ * of 8 elements): the vector path's tail (a partial copy), where the padding columns of B
+ * (1e30) must not be read.  The other tests' ldb = N makes such rows unaligned. */
+Test(gpu_spmm, tails_with_aligned_rows)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("rmat:9:12", &m);
+    const struct { cudaDataType ab, c; int tf32; } precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, 0}, {CUDA_R_32F, CUDA_R_32F, 1}, {CUDA_R_16F, CUDA_R_16F, 0},
+        {CUDA_R_16BF, CUDA_R_32F, 0}};
+    static const int ns[] = {1, 6, 13, 100, 250};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+            for (int bal = 0; bal < 2; bal++) {
+                spmm_case k = base_case(ns[i]);
+                k.ab = precs[p].ab;
+                k.c = precs[p].c;
+                k.tf32 = precs[p].tf32;
+                k.ldb_pad = (8 - ns[i] % 8) % 8;
+                k.ldc_pad = k.ldb_pad;
+                k.beta = bal ? 0.5f : 0.0f;
+                k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+                char label[96];
+                snprintf(label, sizeof label, "aligned tail N=%d prec=%zu %s", ns[i], p,
+                         bal ? "balanced" : "base");
+                run_case(&m, &k, label);
+            }
+    tc_csr_free(&m);
+}
+
 /* A NaN in B where A's blocks only have padding must not reach C. */
 Test(gpu_spmm, padding_never_reads_b)
 {

@@ -1,0 +1,496 @@
+// Tensor-core SpMM, pipelined variant of spmm_kernel_cta.cuh: the same grid (one thread block
+// = one work item times a slice of warps * WARP_N columns), the same products in the same
+// order (so the same numerics, bit for bit, 3xTF32's flush after every kStage blocks
+// included) and the same epilogue, with the loads kept in flight across stages.
+//
+// The other kernel pays, for every stage of kStage blocks, the chain blk_off -> val_idx ->
+// value -> A tile -> barrier, then blk_col -> B, each link one memory latency that nothing
+// overlaps, and drains its B loads every kGroup blocks.  Here:
+//   * every warp walks all blocks of the item for its own WARP_N columns, one block a step,
+//     and streams the lane's B pieces (its fragment: J elements of rows blk_col[k0] and
+//     blk_col[k1]) through a ring of S slots in shared memory, cp.async S - 1 steps ahead,
+//     across stage boundaries: the stream drains only at the end of the item.  A lane copies
+//     and reads back only its own bytes, so its own cp.async.wait_group is all a slot needs;
+//   * the A side runs as a software pipeline over stages, one barrier a stage: stage m + 3's
+//     blk_col / blk_off are copied (cp.async) into one of 4 metadata slots, stage m + 2's
+//     val_idx / blk_pos and stage m + 1's values are loaded into registers (kPipeNz nonzeros
+//     a thread) while stage m is multiplied, and stage m + 1 is scattered into the next of
+//     3 A tile buffers after it (the third is zeroed meanwhile, so zeroing and scattering
+//     need no barrier of their own).  Nonzeros beyond kPipeNz a thread (stages denser than
+//     kPipeNz * threads nonzeros) are loaded when scattered, as the other kernel does;
+//   * A tiles are kept in fragment order (lane-major), so a lane reads its A fragment with
+//     one 16-byte (FP32) or 8-byte (16-bit: already packed pairs) shared load.
+// One work item's prologue still waits on the chain once (metadata, then indices, then
+// values); items are short, so other resident blocks are what hides it.
+#pragma once
+#include "spmm_kernel_cta.cuh"
+
+namespace tc {
+namespace spmm {
+
+// Ring slots a warp, S: S - 1 blocks of B in flight.  The default; the launcher also has 6 and
+// 8 (TCSPARSE_SPMM_PIPE_STAGES).
+constexpr int kPipeStages = 4;
+constexpr int kPipeNz = 4;      // nonzeros a thread per stage whose loads run a stage ahead
+constexpr int kMetaSlots = 4;   // stages m .. m + 3 of blk_col / blk_off
+constexpr int kTileBufs = 3;    // A tiles: multiplied, being scattered, being zeroed
+constexpr int kMetaInts = (kStage * kBlkCols + kStage + 1 + 3) / 4 * 4;
+constexpr int kMetaOff = kStage * kBlkCols; // offsets after the columns in a metadata slot
+
+static_assert(kPipeStages >= 2 && kPipeStages <= kStage,
+              "a ring issues at most one stage ahead: the metadata pipeline counts on it");
+static_assert(kPipeNz <= 4, "a thread's prefetched positions are packed in one word");
+
+// Element of the staged A tiles: FP32 for TF32 (split at read time), the input type for 16-bit
+// products (exact: the other kernel's float round trip is the identity on them).
+template <class P>
+using TileT = typename std::conditional<P::kHalf, typename P::T, float>::type;
+
+template <class P, int J>
+struct PipeShape {
+    static constexpr int kVec = Shape<P, J>::kRowBytes / 16; // 16-byte pieces of a lane's row
+    static constexpr int kRowStride = kVec * 32 * 16;        // one B row's pieces, all lanes
+    static constexpr int kSlotBytes = 2 * kRowStride;        // one block of B for one warp
+    static constexpr int kTileBytes = kWinRows * kBlkCols * (int)sizeof(TileT<P>);
+    static constexpr int kTileStageBytes = kStage * kTileBytes;
+};
+
+// Dynamic shared memory: the warps' rings, the A tile buffers, the metadata slots.
+template <class P, int J>
+constexpr int pipe_smem_bytes(int warps, int S)
+{
+    using PS = PipeShape<P, J>;
+    return warps * S * PS::kSlotBytes + kTileBufs * PS::kTileStageBytes +
+           kMetaSlots * kMetaInts * 4;
+}
+constexpr int kPipeSmemLimit = 48 * 1024; // above: the opt-in attribute would be needed
+static_assert(pipe_smem_bytes<Tf32, 8>(kMaxCtaWarps, kPipeStages) <= kPipeSmemLimit &&
+                  pipe_smem_bytes<F16, 8>(kMaxCtaWarps, kPipeStages) <= kPipeSmemLimit,
+              "pipelined SpMM: the ring must fit without the shared-memory opt-in");
+
+// Thread blocks (of 4 warps) per SM asked of ptxas, where the shared memory allows as many
+// and nothing spills (sm_90, S = 4): TF32 J = 4 7 (<= 72 registers; 29.9 KB of shared memory
+// each), 3xTF32 J = 4 5 (<= 102), 16-bit J = 8 5 (<= 102; the balanced ones would take 114
+// and fit 4).  J = 8 FP32 (a tuning knob) asks nothing.
+template <class P, int J>
+struct PipeMinBlocks {
+    static constexpr int value = J == 4 ? (P::kSplit ? 5 : 7) : P::kHalf ? 5 : 0;
+};
+
+// ---- cp.async --------------------------------------------------------------------------------
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(d),
+                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d),
+                 "l"(__cvta_generic_to_global(src))
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async4(void *dst, const void *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d),
+                 "l"(__cvta_generic_to_global(src))
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// All but the newest N of the thread's groups are complete and visible to the thread.
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void zero16(char *dst)
+{
+    *reinterpret_cast<uint4 *>(dst) = make_uint4(0u, 0u, 0u, 0u);
+}
+
+// ---- metadata and A tiles ------------------------------------------------------------------
+
+__device__ __forceinline__ int stage_blocks(int nb, int m)
+{
+    const int left = nb - m * kStage;
+    return left < kStage ? left : kStage;
+}
+
+// blk_col and blk_off of the nbs blocks from block bs into a metadata slot (not waited for
+// here).  Word by word: no alignment is assumed of the plan's arrays.
+__device__ __forceinline__ void stage_meta_async(int32_t *slot, const SpmmParams &p, int32_t bs,
+                                                 int nbs)
+{
+    const int ncol = nbs * kBlkCols;
+    for (int i = threadIdx.x; i < ncol + nbs + 1; i += blockDim.x) {
+        if (i < ncol)
+            cp_async4(slot + i, p.blk_col + (int64_t)bs * kBlkCols + i);
+        else
+            cp_async4(slot + kMetaOff + (i - ncol), p.blk_off + bs + (i - ncol));
+    }
+}
+
+// A stage's tile buffer to zeros, by the whole thread block.
+__device__ __forceinline__ void zero_tiles(char *buf, int bytes)
+{
+    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+        zero16(buf + i * 16);
+}
+
+// Index in a fragment-ordered tile of position pos = row * 8 + col of the 16x8 block: lane
+// (g, t) keeps its four A fragment elements together, in the order the mma takes them
+// (TF32: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); 16-bit: (g, 2t), (g, 2t + 1),
+// (g + 8, 2t), (g + 8, 2t + 1), i.e. the two packed registers).
+template <class P>
+__device__ __forceinline__ int frag_index(int pos)
+{
+    const int r = pos >> 3, c = pos & 7;
+    const int g = r & 7, hi = r >> 3;
+    if constexpr (P::kHalf)
+        return ((g * 4 + (c >> 1)) << 2) + 2 * hi + (c & 1);
+    else
+        return ((g * 4 + (c & 3)) << 2) + hi + 2 * (c >> 2);
+}
+
+// The thread's first kPipeNz nonzeros of a stage: value index (-1: none) and position.
+struct NzBatch {
+    int32_t idx[kPipeNz];
+    uint32_t pos; // kPipeNz bytes
+};
+
+__device__ __forceinline__ void load_nz(NzBatch &z, const SpmmParams &p, const int32_t *meta,
+                                        int nbs)
+{
+    const int32_t e0 = meta[kMetaOff], e1 = meta[kMetaOff + nbs];
+    z.pos = 0;
+#pragma unroll
+    for (int r = 0; r < kPipeNz; ++r) {
+        const int32_t e = e0 + (int32_t)threadIdx.x + r * (int32_t)blockDim.x;
+        z.idx[r] = -1;
+        if (e < e1) {
+            z.idx[r] = __ldg(&p.val_idx[e]);
+            z.pos |= (uint32_t)__ldg(&p.blk_pos[e]) << (8 * r);
+        }
+    }
+}
+
+template <class T>
+__device__ __forceinline__ void load_vals(T (&v)[kPipeNz], const SpmmParams &p, const NzBatch &z)
+{
+#pragma unroll
+    for (int r = 0; r < kPipeNz; ++r)
+        v[r] = z.idx[r] >= 0 ? static_cast<const T *>(p.a_val)[z.idx[r]] : from_f<T>(0.0f);
+}
+
+// Staged block holding nonzero e: the last k with off[k] <= e (empty blocks skipped).
+__device__ __forceinline__ int block_of(const int32_t *off, int nbs, int32_t e)
+{
+    int k = 0;
+#pragma unroll
+    for (int step = kStage / 2; step > 0; step /= 2)
+        if (k + step < nbs && off[k + step] <= e)
+            k += step;
+    return k;
+}
+
+// A stage's nonzeros into its (zeroed) tile buffer: the prefetched ones from registers, the
+// rest loaded here.
+template <class P>
+__device__ __forceinline__ void scatter(TileT<P> *tiles, const SpmmParams &p,
+                                        const int32_t *meta, int nbs, const NzBatch &z,
+                                        const typename P::T (&v)[kPipeNz])
+{
+    using T = typename P::T;
+    const int32_t *off = meta + kMetaOff;
+    const int32_t e0 = off[0], e1 = off[nbs];
+    const int32_t nt = (int32_t)blockDim.x;
+#pragma unroll
+    for (int r = 0; r < kPipeNz; ++r) {
+        if (z.idx[r] >= 0) {
+            const int32_t e = e0 + (int32_t)threadIdx.x + r * nt;
+            const int pos = (int)((z.pos >> (8 * r)) & 0xffu);
+            tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(pos)] =
+                static_cast<TileT<P>>(v[r]);
+        }
+    }
+    for (int32_t e = e0 + (int32_t)threadIdx.x + kPipeNz * nt; e < e1; e += nt) {
+        const T val = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
+        tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(__ldg(&p.blk_pos[e]))] =
+            static_cast<TileT<P>>(val);
+    }
+}
+
+// ---- the ring of B pieces ------------------------------------------------------------------
+
+// The lane's J elements of B row `row` from column `col` into its pieces at dst (kVec of
+// them, a row of lanes apart): zeros for padding columns (never a pointer into B) and past
+// N.  Aligned rows: cp.async, the tail with its byte count; unaligned B (base or ldb not on
+// 16 bytes): the scalar loads of load_b, stored synchronously (same slot discipline, only
+// that piece's latency is exposed).
+template <class T, int J>
+__device__ __forceinline__ void copy_row(char *dst, const SpmmParams &p, int32_t row,
+                                         int64_t col)
+{
+    constexpr int E = 16 / (int)sizeof(T), kVec = J / E;
+    if (row < 0 || col >= p.N) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+            zero16(dst + v * 512);
+        return;
+    }
+    const T *src = static_cast<const T *>(p.B) + (int64_t)row * p.ldb + col;
+    if (p.b_vec) {
+        if (col + J <= p.N) {
+#pragma unroll
+            for (int v = 0; v < kVec; ++v)
+                cp_async16(dst + v * 512, src + v * E);
+        } else {
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) {
+                const int64_t left = p.N - (col + v * E);
+                if (left <= 0)
+                    zero16(dst + v * 512);
+                else
+                    cp_async16(dst + v * 512, src + v * E,
+                               left >= E ? 16 : (int)left * (int)sizeof(T));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) {
+            T tmp[E];
+#pragma unroll
+            for (int x = 0; x < E; ++x)
+                tmp[x] = col + v * E + x < p.N ? src[v * E + x] : from_f<T>(0.0f);
+            *reinterpret_cast<uint4 *>(dst + v * 512) = *reinterpret_cast<const uint4 *>(tmp);
+        }
+    }
+}
+
+// The issuing end of a warp's stream: the next block (step) whose pieces are copied, its
+// place in its stage and the stage's metadata slot, and the ring slot it goes to.
+struct Issuer {
+    int step, k, mslot, slot;
+};
+
+// Copies the lane's pieces of the issuer's block, if the item has one left, and moves on.
+// The block's columns come from its stage's metadata slot: at most one stage ahead of the
+// stage being multiplied (S <= kStage), whose slot is complete and visible.
+template <class P, int J, int S>
+__device__ __forceinline__ void issue(Issuer &is, char *ring, const int32_t *meta,
+                                      const SpmmParams &p, int nb, int64_t ncol, int k0, int k1,
+                                      int lane)
+{
+    using T = typename P::T;
+    using PS = PipeShape<P, J>;
+    if (is.step < nb) {
+        const int32_t *cols = meta + is.mslot * kMetaInts + is.k * kBlkCols;
+        char *dst = ring + is.slot * PS::kSlotBytes + lane * 16;
+        copy_row<T, J>(dst, p, cols[k0], ncol);
+        copy_row<T, J>(dst + PS::kRowStride, p, cols[k1], ncol);
+        ++is.step;
+        if (++is.k == kStage) {
+            is.k = 0;
+            is.mslot = is.mslot + 1 == kMetaSlots ? 0 : is.mslot + 1;
+        }
+    }
+    is.slot = is.slot + 1 == S ? 0 : is.slot + 1;
+}
+
+// The lane's own pieces of one B row from a slot, in load_b's element order.
+template <class T, int J>
+__device__ __forceinline__ void read_row(T (&dst)[J], const char *src)
+{
+    constexpr int E = 16 / (int)sizeof(T), kVec = J / E;
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+        *reinterpret_cast<uint4 *>(&dst[v * E]) = *reinterpret_cast<const uint4 *>(src + v * 512);
+}
+
+// One block's products: the lane's A fragment from its fragment-ordered tile, then the same
+// instructions, in the same order, as block_mma.
+template <class P, int J>
+__device__ __forceinline__ void mma_block(float (&acc)[J][4], const TileT<P> *tile, int lane,
+                                          const typename P::T (&b0)[J],
+                                          const typename P::T (&b1)[J])
+{
+    using T = typename P::T;
+    if constexpr (P::kHalf) {
+        const uint2 u = reinterpret_cast<const uint2 *>(tile)[lane];
+        const uint32_t af[2] = {u.x, u.y};
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            mma_16<T>(acc[j], af, pack2raw<T>(b0[j], b1[j]));
+    } else {
+        const float4 f = reinterpret_cast<const float4 *>(tile)[lane];
+        const float a[4] = {f.x, f.y, f.z, f.w};
+        block_mma<P, J>(acc, a, b0, b1);
+    }
+}
+
+// ---- the kernel ----------------------------------------------------------------------------
+
+// Dynamic shared memory: pipe_smem_bytes<P, J>(warps, S).
+template <class P, class CT, int J, bool kBalanced, int S>
+__global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
+    spmm_pipe_kernel(const SpmmParams p)
+{
+    using T = typename P::T;
+    using PS = PipeShape<P, J>;
+    using S_ = Shape<P, J>;
+    extern __shared__ __align__(16) char smem[];
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int k0 = P::kHalf ? 2 * t : t;
+    const int k1 = P::kHalf ? 2 * t + 1 : t + 4;
+    const int64_t n0 = ((int64_t)blockIdx.y * nwarps + warp) * S_::kWarpN;
+    const int64_t ncol = n0 + (int64_t)g * J;
+    char *ring = smem + warp * (S * PS::kSlotBytes);
+    char *tbase = smem + nwarps * (S * PS::kSlotBytes);
+    int32_t *meta = reinterpret_cast<int32_t *>(tbase + kTileBufs * PS::kTileStageBytes);
+    auto tiles = [&](int m) { // tile buffer of stage m
+        return reinterpret_cast<TileT<P> *>(tbase + (m % kTileBufs) * PS::kTileStageBytes);
+    };
+    auto meta_of = [&](int m) { return meta + (m % kMetaSlots) * kMetaInts; };
+
+    int32_t win, b, b_end;
+    bool atomic = false;
+    if constexpr (kBalanced) {
+        int4 ch = p.chunks[blockIdx.x];
+        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
+    } else {
+        win = blockIdx.x; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
+    }
+    const int nb = b_end - b;
+
+    float acc[J][4];
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    // 3xTF32: the other kernel's flush of the tensor-core accumulators into a round-to-nearest
+    // FP32 sum after every stage of kStage blocks (see there), at the same block boundaries.
+    constexpr bool kFlushes = P::kSplit;
+    float total[kFlushes ? J : 1][4];
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
+    }
+
+    if (nb > 0) { // uniform over the thread block: every barrier below is reached by all
+        const int nstages = (nb + kStage - 1) / kStage;
+
+        // Prologue: metadata of stages 0..2 (waited for: the one exposed latency of the
+        // chain), the ring's first S - 1 blocks, and stage 0's tile.
+        zero_tiles(reinterpret_cast<char *>(tiles(0)), PS::kTileStageBytes);
+        zero_tiles(reinterpret_cast<char *>(tiles(1)), PS::kTileStageBytes);
+        for (int m = 0; m < 3 && m < nstages; ++m)
+            stage_meta_async(meta_of(m), p, b + m * kStage, stage_blocks(nb, m));
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads(); // metadata visible, tiles 0 and 1 zeroed
+        NzBatch za, zb;
+        load_nz(za, p, meta_of(0), stage_blocks(nb, 0));
+        Issuer is{0, 0, 0, 0};
+#pragma unroll
+        for (int s = 0; s < S - 1; ++s) {
+            issue<P, J, S>(is, ring, meta, p, nb, ncol, k0, k1, lane);
+            cp_async_commit();
+        }
+        T v[kPipeNz];
+        load_vals<T>(v, p, za);
+        if (nstages > 1)
+            load_nz(zb, p, meta_of(1), stage_blocks(nb, 1));
+        else
+            zb = za; // unused
+        scatter<P>(tiles(0), p, meta_of(0), stage_blocks(nb, 0), za, v);
+        za = zb;
+
+        int rslot = 0;
+        for (int m = 0; m < nstages; ++m) {
+            const int nbs = stage_blocks(nb, m);
+            // Stage m's tile is complete; stage m - 1's tiles and metadata are no longer
+            // read (their buffers are reused below); stage m + 2's metadata is visible
+            // (its copies were waited for by their threads during stage m - 1).
+            __syncthreads();
+            if (m + 2 < nstages)
+                zero_tiles(reinterpret_cast<char *>(tiles(m + 2)), PS::kTileStageBytes);
+            if (m + 1 < nstages)
+                load_vals<T>(v, p, za);
+            if (m + 2 < nstages)
+                load_nz(zb, p, meta_of(m + 2), stage_blocks(nb, m + 2));
+            // Joins the group of this stage's first step, waited for at step S - 1 <
+            // kStage of this (then whole) stage: visible after the next stage's barrier,
+            // a stage before load_nz needs it.
+            if (m + 3 < nstages)
+                stage_meta_async(meta_of(m + 3), p, b + (m + 3) * kStage,
+                                 stage_blocks(nb, m + 3));
+            const TileT<P> *tm = tiles(m);
+            for (int k = 0; k < nbs; ++k) {
+                // One group a step, empty once the item has no block left to copy, so
+                // "all but the newest S - 1" is always this step's block.
+                issue<P, J, S>(is, ring, meta, p, nb, ncol, k0, k1, lane);
+                cp_async_commit();
+                cp_async_wait<S - 1>();
+                const char *cur = ring + rslot * PS::kSlotBytes + lane * 16;
+                T b0[J], b1[J];
+                read_row<T, J>(b0, cur);
+                read_row<T, J>(b1, cur + PS::kRowStride);
+                mma_block<P, J>(acc, tm + k * (kWinRows * kBlkCols), lane, b0, b1);
+                rslot = rslot + 1 == S ? 0 : rslot + 1;
+            }
+            if constexpr (kFlushes) {
+#pragma unroll
+                for (int j = 0; j < J; ++j)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        total[j][q] += acc[j][q];
+                        acc[j][q] = 0.0f;
+                    }
+            }
+            if (m + 1 < nstages) // into the buffer zeroed during stage m - 1 (or the prologue)
+                scatter<P>(tiles(m + 1), p, meta_of(m + 1), stage_blocks(nb, m + 1), za, v);
+            za = zb;
+        }
+    }
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                acc[j][q] += total[j][q];
+    }
+
+    // The other kernel's epilogue.
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    float r0[2 * J], r1[2 * J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
+        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
+    }
+    const int64_t col = n0 + (int64_t)2 * t * J;
+    int64_t row0 = (int64_t)win * kWinRows + g, row1 = row0 + 8;
+    if (p.win_row != nullptr) {
+        row0 = __ldg(&p.win_row[row0]);
+        row1 = __ldg(&p.win_row[row1]);
+    }
+    store_row<CT, 2 * J>(p, row0, col, r0, alpha, beta, atomic);
+    store_row<CT, 2 * J>(p, row1, col, r1, alpha, beta, atomic);
+}
+} // namespace spmm
+} // namespace tc
