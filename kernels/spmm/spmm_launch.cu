@@ -55,8 +55,11 @@ int cta_warps(const tc_spmm_args *a)
     return w < kMaxCtaWarps ? (int)(w > 0 ? w : 1) : kMaxCtaWarps;
 }
 
-// Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel
-// (TCSPARSE_SPMM_PIPE=0): every shape and type has the pipelined one.  TCSPARSE_SPMM_PIPE_STAGES
+// Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel.
+// The pipelined kernel is opt-in (TCSPARSE_SPMM_PIPE=1): on the H100 it was 1.1-1.3x faster
+// on R-MAT, uniform 2^20 x 16 and PROTEINS replicas but 1.2x slower on uniform 2^18 x 256,
+// the selector's SpMM model was fitted to the other kernel, and it has not yet been through
+// compute-sanitizer (docs/performance.md, "Fifth session").  Every shape and type has it.  TCSPARSE_SPMM_PIPE_STAGES
 // = 6 or 8 deepens the ring (a tuning knob for tcsparse-bench; a depth whose shared memory
 // would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).  Reads only the types and J,
 // as tc_spmm_occupancy promises the selector.
@@ -65,7 +68,7 @@ int pipe_stages()
 {
     static const bool enabled = [] {
         const char *e = getenv("TCSPARSE_SPMM_PIPE");
-        return e == nullptr || atoi(e) != 0;
+        return e != nullptr && atoi(e) != 0;
     }();
     static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
     if (!enabled)
