@@ -133,20 +133,23 @@ static tc_xfer_lane tc_lanes[TC_XFER_LANES];
 static int tc_nlanes;      /* lanes set up */
 static int tc_xfer_state;  /* 0 not tried, 1 ready, -1 unavailable */
 
+static void tc_xfer_lane_free(tc_xfer_lane *x)
+{
+    for (int b = 0; b < 2; b++) {
+        if (x->buf[b] != NULL)
+            cudaFreeHost(x->buf[b]);
+        if (x->ev[b] != NULL)
+            cudaEventDestroy(x->ev[b]);
+    }
+    if (x->s != NULL)
+        cudaStreamDestroy(x->s);
+    memset(x, 0, sizeof *x);
+}
+
 static void tc_xfer_free(void)
 {
-    for (int l = 0; l < tc_nlanes; l++) {
-        tc_xfer_lane *x = &tc_lanes[l];
-        for (int b = 0; b < 2; b++) {
-            if (x->buf[b] != NULL)
-                cudaFreeHost(x->buf[b]);
-            if (x->ev[b] != NULL)
-                cudaEventDestroy(x->ev[b]);
-        }
-        if (x->s != NULL)
-            cudaStreamDestroy(x->s);
-        memset(x, 0, sizeof *x);
-    }
+    for (int l = 0; l < tc_nlanes; l++)
+        tc_xfer_lane_free(&tc_lanes[l]);
     tc_nlanes = 0;
     tc_xfer_state = 0;
 }
@@ -178,16 +181,7 @@ static int tc_xfer_lanes_for(size_t bytes)
             while (tc_nlanes < want && tc_xfer_lane_init(&tc_lanes[tc_nlanes]))
                 tc_nlanes++;
             if (tc_nlanes < want) { /* the one that failed: free what it got */
-                tc_xfer_lane *x = &tc_lanes[tc_nlanes];
-                for (int b = 0; b < 2; b++) {
-                    if (x->buf[b] != NULL)
-                        cudaFreeHost(x->buf[b]);
-                    if (x->ev[b] != NULL)
-                        cudaEventDestroy(x->ev[b]);
-                }
-                if (x->s != NULL)
-                    cudaStreamDestroy(x->s);
-                memset(x, 0, sizeof *x);
+                tc_xfer_lane_free(&tc_lanes[tc_nlanes]);
                 (void)cudaGetLastError();
             }
             tc_xfer_state = tc_nlanes > 0 ? 1 : -1;

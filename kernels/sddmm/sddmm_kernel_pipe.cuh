@@ -17,6 +17,7 @@
 //     being multiplied, and the next pair's blk_col / blk_off a pair ahead.
 // K beyond kPipeMaxChunks chunks (FP32 > 256, FP16 > 512) runs the other kernel.
 #pragma once
+#include "../cp_async.cuh"
 #include "sddmm_kernel.cuh"
 
 namespace tc {
@@ -27,38 +28,6 @@ namespace sddmm {
 // Source of the zero-length copies: a cp.async must name a valid global address even when it
 // reads no byte of it, and a padding column must never form a pointer into B.
 __device__ __align__(16) const uint4 kPipeZeros = {0u, 0u, 0u, 0u};
-
-// 16 bytes of shared memory from the first `bytes` (0..16) bytes at src, the rest zeros.
-// .ca (allocate in L1, like the other kernel's __ldg): neighbouring windows of a clustered
-// graph gather the same columns of B, and L1 is the only reuse an SM gets between them.
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
-                 : "memory");
-}
-
-// The same for 16 whole bytes (no byte count to test).
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src))
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// All but the newest N of the thread's groups are complete and visible to the thread.
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // Elements [k, k + 16 bytes) of the row / column at base into dst, zero past K (never read
 // past it).  Aligned: asynchronous, with the tail's byte count.  Unaligned (base or leading
@@ -75,11 +44,6 @@ __device__ __forceinline__ void copy16(char *dst, const R *base, int64_t k, int6
     } else {
         *reinterpret_cast<uint4 *>(dst) = load16<R>(base, k, K, false);
     }
-}
-
-__device__ __forceinline__ void zero16(char *dst)
-{
-    *reinterpret_cast<uint4 *>(dst) = make_uint4(0u, 0u, 0u, 0u);
 }
 
 // ---- A -------------------------------------------------------------------------------------

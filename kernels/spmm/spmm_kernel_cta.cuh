@@ -41,6 +41,40 @@ struct alignas(16) CtaSmem {
     int32_t off[kStage + 1];              // nonzero range of each staged block
 };
 
+// The end of a work item: 3xTF32's last flush (total: the flushed sums, unused otherwise),
+// then the window's two rows of the lane's columns, alpha * acc + beta * C, written (or, for a
+// chunk of a split window, added atomically).  Shared by the pipelined kernel.
+template <class CT, int J, bool kFlushes, int TJ>
+__device__ __forceinline__ void store_window(const SpmmParams &p, float (&acc)[J][4],
+                                             const float (&total)[TJ][4], int32_t win,
+                                             int64_t n0, int g, int t, bool atomic)
+{
+    if constexpr (kFlushes) {
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                acc[j][q] += total[j][q];
+    }
+
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    float r0[2 * J], r1[2 * J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
+        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
+    }
+    const int64_t col = n0 + (int64_t)2 * t * J;
+    int64_t row0 = (int64_t)win * kWinRows + g, row1 = row0 + 8;
+    if (p.win_row != nullptr) { // uniform branch: reordered plan, the caller's rows (-1: none)
+        row0 = __ldg(&p.win_row[row0]);
+        row1 = __ldg(&p.win_row[row1]);
+    }
+    store_row<CT, 2 * J>(p, row0, col, r0, alpha, beta, atomic);
+    store_row<CT, 2 * J>(p, row1, col, r1, alpha, beta, atomic);
+}
+
 template <class P, class CT, int J, bool kBalanced>
 __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
     spmm_cta_kernel(const SpmmParams p)
@@ -174,30 +208,7 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
                 }
         }
     }
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                acc[j][q] += total[j][q];
-    }
-
-    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
-    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    float r0[2 * J], r1[2 * J];
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
-        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
-    }
-    const int64_t col = n0 + (int64_t)2 * t * J;
-    int64_t row0 = (int64_t)win * kWinRows + g, row1 = row0 + 8;
-    if (p.win_row != nullptr) { // uniform branch: reordered plan, the caller's rows (-1: none)
-        row0 = __ldg(&p.win_row[row0]);
-        row1 = __ldg(&p.win_row[row1]);
-    }
-    store_row<CT, 2 * J>(p, row0, col, r0, alpha, beta, atomic);
-    store_row<CT, 2 * J>(p, row1, col, r1, alpha, beta, atomic);
+    store_window<CT, J, kFlushes>(p, acc, total, win, n0, g, t, atomic);
 }
 
 } // namespace tc

@@ -23,6 +23,7 @@
 // One work item's prologue still waits on the chain once (metadata, then indices, then
 // values); items are short, so other resident blocks are what hides it.
 #pragma once
+#include "../cp_async.cuh"
 #include "spmm_kernel_cta.cuh"
 
 namespace tc {
@@ -76,49 +77,6 @@ template <class P, int J>
 struct PipeMinBlocks {
     static constexpr int value = J == 4 ? (P::kSplit ? 5 : 7) : P::kHalf ? 5 : 0;
 };
-
-// ---- cp.async --------------------------------------------------------------------------------
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src))
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async4(void *dst, const void *src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src))
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// All but the newest N of the thread's groups are complete and visible to the thread.
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void zero16(char *dst)
-{
-    *reinterpret_cast<uint4 *>(dst) = make_uint4(0u, 0u, 0u, 0u);
-}
 
 // ---- metadata and A tiles ------------------------------------------------------------------
 
@@ -466,31 +424,7 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
             za = zb;
         }
     }
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                acc[j][q] += total[j][q];
-    }
-
-    // The other kernel's epilogue.
-    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
-    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    float r0[2 * J], r1[2 * J];
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-        r0[j] = acc[j][0]; r0[J + j] = acc[j][1];
-        r1[j] = acc[j][2]; r1[J + j] = acc[j][3];
-    }
-    const int64_t col = n0 + (int64_t)2 * t * J;
-    int64_t row0 = (int64_t)win * kWinRows + g, row1 = row0 + 8;
-    if (p.win_row != nullptr) {
-        row0 = __ldg(&p.win_row[row0]);
-        row1 = __ldg(&p.win_row[row1]);
-    }
-    store_row<CT, 2 * J>(p, row0, col, r0, alpha, beta, atomic);
-    store_row<CT, 2 * J>(p, row1, col, r1, alpha, beta, atomic);
+    store_window<CT, J, kFlushes>(p, acc, total, win, n0, g, t, atomic);
 }
 } // namespace spmm
 } // namespace tc
