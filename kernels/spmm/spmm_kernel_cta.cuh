@@ -41,6 +41,42 @@ struct alignas(16) CtaSmem {
     int32_t off[kStage + 1];              // nonzero range of each staged block
 };
 
+// The thread block's work item: a window, or (balanced schedule) a chunk of one, whose sums
+// are added atomically into C when its window is split.
+template <bool kBalanced>
+__device__ __forceinline__ void work_item(const SpmmParams &p, int32_t &win, int32_t &b,
+                                          int32_t &b_end, bool &atomic)
+{
+    atomic = false;
+    if constexpr (kBalanced) {
+        int4 ch = p.chunks[blockIdx.x];
+        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
+    } else {
+        win = blockIdx.x; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
+    }
+}
+
+template <int J>
+__device__ __forceinline__ void zero_acc(float (&a)[J][4])
+{
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+        a[j][0] = a[j][1] = a[j][2] = a[j][3] = 0.0f;
+}
+
+// 3xTF32's flush: the tensor-core accumulators moved into the round-to-nearest FP32 sums.
+template <int J>
+__device__ __forceinline__ void flush_acc(float (&total)[J][4], float (&acc)[J][4])
+{
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            total[j][q] += acc[j][q];
+            acc[j][q] = 0.0f;
+        }
+}
+
 // The end of a work item: 3xTF32's last flush (total: the flushed sums, unused otherwise),
 // then the window's two rows of the lane's columns, alpha * acc + beta * C, written (or, for a
 // chunk of a split window, added atomically).  Shared by the pipelined kernel.
@@ -91,28 +127,18 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
     const int64_t ncol = n0 + (int64_t)g * J;
 
     int32_t win, b, b_end;
-    bool atomic = false;
-    if constexpr (kBalanced) {
-        int4 ch = p.chunks[blockIdx.x];
-        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
-    } else {
-        win = blockIdx.x; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
-    }
+    bool atomic;
+    work_item<kBalanced>(p, win, b, b_end, atomic);
 
     float acc[J][4];
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    zero_acc(acc);
     // 3xTF32 promises FP32 accuracy, but the tensor cores' FP32 accumulation truncates: over
     // hundreds of blocks the bias shows (2.5e-5 on a 4099-nonzero row).  So after every stage
     // the accumulators are moved into an ordinary round-to-nearest FP32 sum.
     constexpr bool kFlushes = P::kSplit;
     float total[kFlushes ? J : 1][4];
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
-    }
+    if constexpr (kFlushes)
+        zero_acc(total);
 
 #if TC_PREFETCH_META
     // The next stage's block columns and offsets, loaded into registers while this stage's
@@ -198,15 +224,8 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
                 block_mma<P, J>(acc, a, bv[u][0], bv[u][1]);
             }
         }
-        if constexpr (kFlushes) {
-#pragma unroll
-            for (int j = 0; j < J; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    total[j][q] += acc[j][q];
-                    acc[j][q] = 0.0f;
-                }
-        }
+        if constexpr (kFlushes)
+            flush_acc(total, acc);
     }
     store_window<CT, J, kFlushes>(p, acc, total, win, n0, g, t, atomic);
 }

@@ -325,28 +325,18 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
     auto meta_of = [&](int m) { return meta + (m % kMetaSlots) * kMetaInts; };
 
     int32_t win, b, b_end;
-    bool atomic = false;
-    if constexpr (kBalanced) {
-        int4 ch = p.chunks[blockIdx.x];
-        win = ch.x; b = ch.y; b_end = ch.z; atomic = ch.w != 0;
-    } else {
-        win = blockIdx.x; b = __ldg(&p.win_off[win]); b_end = __ldg(&p.win_off[win + 1]);
-    }
+    bool atomic;
+    work_item<kBalanced>(p, win, b, b_end, atomic);
     const int nb = b_end - b;
 
     float acc[J][4];
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    zero_acc(acc);
     // 3xTF32: the other kernel's flush of the tensor-core accumulators into a round-to-nearest
     // FP32 sum after every stage of kStage blocks (see there), at the same block boundaries.
     constexpr bool kFlushes = P::kSplit;
     float total[kFlushes ? J : 1][4];
-    if constexpr (kFlushes) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-            total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.0f;
-    }
+    if constexpr (kFlushes)
+        zero_acc(total);
 
     if (nb > 0) { // uniform over the thread block: every barrier below is reached by all
         const int nstages = (nb + kStage - 1) / kStage;
@@ -410,15 +400,8 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
                 mma_block<P, J>(acc, tm + k * (kWinRows * kBlkCols), lane, b0, b1);
                 rslot = rslot + 1 == S ? 0 : rslot + 1;
             }
-            if constexpr (kFlushes) {
-#pragma unroll
-                for (int j = 0; j < J; ++j)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        total[j][q] += acc[j][q];
-                        acc[j][q] = 0.0f;
-                    }
-            }
+            if constexpr (kFlushes)
+                flush_acc(total, acc);
             if (m + 1 < nstages) // into the buffer zeroed during stage m - 1 (or the prologue)
                 scatter<P>(tiles(m + 1), p, meta_of(m + 1), stage_blocks(nb, m + 1), za, v);
             za = zb;
