@@ -215,9 +215,8 @@ static void tc_xfer_lane_run(void *arg, int l)
 {
     tc_xfer_job *j = arg;
     tc_xfer_lane *x = &tc_lanes[l];
-    const size_t lo = j->count / (size_t)j->lanes * (size_t)l +
-                      ((size_t)l < j->count % (size_t)j->lanes ? (size_t)l : j->count % (size_t)j->lanes);
-    const size_t hi = lo + j->count / (size_t)j->lanes + ((size_t)l < j->count % (size_t)j->lanes ? 1 : 0);
+    size_t lo, hi;
+    tc_grb_share(j->count, j->lanes, l, &lo, &hi);
     const size_t per = TC_XFER_BUF / (j->host_es > j->dev_es ? j->host_es : j->dev_es);
     cudaError_t e = cudaSetDevice(j->device);
     if (j->up) {

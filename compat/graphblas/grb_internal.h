@@ -182,6 +182,8 @@ void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t l
 /* Host threads the adapter may use: TCSPARSE_GRB_THREADS, else the online CPU count (at
  * most 64). */
 int tc_grb_threads(void);
+/* [lo, hi): part `part` of [0, n) cut into `parts` shares differing by at most one. */
+void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi);
 /* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
  * caller's); a thread that cannot be created has its lane run on the caller's thread. */
 void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);

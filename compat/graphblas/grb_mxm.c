@@ -280,6 +280,25 @@ typedef struct {
     GrB_Index x_size, b_size; /* bytes of the arrays taken */
 } tc_c_arrays;
 
+/* C's arrays (ca: their form, sizes and C's settings) packed back into C, its settings put
+ * back after; GrB_SUCCESS, or the failure with the arrays still the caller's. */
+static GrB_Info tc_pack_c(GrB_Matrix C, const tc_c_arrays *ca, void **out, int8_t **ab, bool iso,
+                          GrB_Index nvals)
+{
+    GrB_Info gi;
+    if (ca->bitmap)
+        gi = ca->row_major ? GxB_Matrix_pack_BitmapR(C, ab, out, ca->b_size, ca->x_size, iso,
+                                                     nvals, NULL)
+                           : GxB_Matrix_pack_BitmapC(C, ab, out, ca->b_size, ca->x_size, iso,
+                                                     nvals, NULL);
+    else
+        gi = ca->row_major ? GxB_Matrix_pack_FullR(C, out, ca->x_size, iso, NULL)
+                           : GxB_Matrix_pack_FullC(C, out, ca->x_size, iso, NULL);
+    if (gi == GrB_SUCCESS)
+        (void)tc_grb_settings_set(C, &ca->cs);
+    return gi;
+}
+
 static int tc_take_c(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
                      int row_major, int bitmap, size_t es, void **out, int8_t **ab,
                      tc_c_arrays *ca)
@@ -318,17 +337,8 @@ static int tc_take_c(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A,
     *ab = b;
     if (iso || ca->x_size < cells * es || (bitmap && ca->b_size < cells)) {
         /* not what the query promised: put it back as it was */
-        if (bitmap)
-            gi = row_major ? GxB_Matrix_pack_BitmapR(C, ab, out, ca->b_size, ca->x_size, iso,
-                                                     nvals, NULL)
-                           : GxB_Matrix_pack_BitmapC(C, ab, out, ca->b_size, ca->x_size, iso,
-                                                     nvals, NULL);
-        else
-            gi = row_major ? GxB_Matrix_pack_FullR(C, out, ca->x_size, iso, NULL)
-                           : GxB_Matrix_pack_FullC(C, out, ca->x_size, iso, NULL);
-        if (gi == GrB_SUCCESS) {
-            (void)tc_grb_settings_set(C, &ca->cs);
-        } else { /* C stays without entries, which GrB_mxm overwrites anyway */
+        gi = tc_pack_c(C, ca, out, ab, iso, nvals);
+        if (gi != GrB_SUCCESS) { /* C stays without entries, which GrB_mxm overwrites anyway */
             free(*out);
             free(*ab);
         }
@@ -346,20 +356,9 @@ static void tc_give_back_c(GrB_Matrix C, tc_call *k, void **out, int8_t **ab, tc
 {
     if (!ca->taken)
         return;
-    const GrB_Index cells = k->m * k->n;
-    GrB_Info gi;
-    if (ca->bitmap) {
-        memset(*ab, 0, (size_t)cells); /* no entries: a bitmap must match its count */
-        gi = ca->row_major ? GxB_Matrix_pack_BitmapR(C, ab, out, ca->b_size, ca->x_size, false,
-                                                     0, NULL)
-                           : GxB_Matrix_pack_BitmapC(C, ab, out, ca->b_size, ca->x_size, false,
-                                                     0, NULL);
-    } else {
-        gi = ca->row_major ? GxB_Matrix_pack_FullR(C, out, ca->x_size, false, NULL)
-                           : GxB_Matrix_pack_FullC(C, out, ca->x_size, false, NULL);
-    }
-    if (gi == GrB_SUCCESS)
-        (void)tc_grb_settings_set(C, &ca->cs);
+    if (ca->bitmap) /* no entries: a bitmap must match its count */
+        memset(*ab, 0, (size_t)(k->m * k->n));
+    (void)tc_pack_c(C, ca, out, ab, false, 0);
     ca->taken = 0;
 }
 
@@ -534,12 +533,12 @@ typedef struct {
     GrB_Index p_size, i_size, x_size;
 } tc_sddmm_c;
 
-static GrB_Info tc_sddmm_pack_c(GrB_Matrix C, tc_sddmm_c *sc)
+static GrB_Info tc_sddmm_pack_c(GrB_Matrix C, tc_sddmm_c *sc, bool iso)
 {
     GrB_Info gi = sc->by_row ? GxB_Matrix_pack_CSR(C, &sc->p, &sc->i, &sc->x, sc->p_size,
-                                                   sc->i_size, sc->x_size, false, false, NULL)
+                                                   sc->i_size, sc->x_size, iso, false, NULL)
                              : GxB_Matrix_pack_CSC(C, &sc->p, &sc->i, &sc->x, sc->p_size,
-                                                   sc->i_size, sc->x_size, false, false, NULL);
+                                                   sc->i_size, sc->x_size, iso, false, NULL);
     if (gi == GrB_SUCCESS)
         gi = tc_grb_settings_set(C, &sc->cs);
     return gi;
@@ -587,17 +586,7 @@ static void tc_sddmm_plan_c(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Matrix A
     }
     /* another pattern: C goes back as it was, and GraphBLAS applies the mask */
     sc->mode = TC_SDDMM_APPLY;
-    if (iso) { /* iso arrays go back as iso */
-        GrB_Info r = sc->by_row ? GxB_Matrix_pack_CSR(C, &sc->p, &sc->i, &sc->x, sc->p_size,
-                                                      sc->i_size, sc->x_size, true, false, NULL)
-                                : GxB_Matrix_pack_CSC(C, &sc->p, &sc->i, &sc->x, sc->p_size,
-                                                      sc->i_size, sc->x_size, true, false, NULL);
-        if (r == GrB_SUCCESS)
-            r = tc_grb_settings_set(C, &sc->cs);
-        gi = r;
-    } else {
-        gi = tc_sddmm_pack_c(C, sc);
-    }
+    gi = tc_sddmm_pack_c(C, sc, iso); /* iso arrays go back as iso */
     if (gi != GrB_SUCCESS) { /* C keeps no entries; the masked apply writes it all the same */
         free(sc->p);
         free(sc->i);
@@ -695,7 +684,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
         GrB_Info rb = tc_grb_operand_release(&ob);
         k->ms_restore = tc_grb_now_ms() - r0;
-        gi = tc_sddmm_pack_c(C, &sc);
+        gi = tc_sddmm_pack_c(C, &sc, false);
         sc.mode = TC_SDDMM_APPLY; /* C holds its arrays again (or, failed, they are freed) */
         k->finish_how = "written into C's arrays";
         *info = rm != GrB_SUCCESS ? rm : ra != GrB_SUCCESS ? ra : rb != GrB_SUCCESS ? rb : gi;
@@ -741,7 +730,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         sc.x_size = (GrB_Index)P.nnz * es;
         tp = ti = NULL;
         out = NULL;
-        gi = tc_sddmm_pack_c(C, &sc);
+        gi = tc_sddmm_pack_c(C, &sc, false);
         sc.mode = TC_SDDMM_APPLY;
         if (gi != GrB_SUCCESS) { /* still ours: freed below; C has lost nothing it needs */
             tp = sc.p;
@@ -783,7 +772,7 @@ done:
     tc_release_all(k, &pass, info, &om, &oa, &ob);
     if (sc.mode == TC_SDDMM_IN_PLACE) { /* failed before the result reached C: arrays back */
         out = NULL;
-        if (tc_sddmm_pack_c(C, &sc) != GrB_SUCCESS) {
+        if (tc_sddmm_pack_c(C, &sc, false) != GrB_SUCCESS) {
             free(sc.p);
             free(sc.i);
             free(sc.x);

@@ -27,19 +27,6 @@ int tc_grb_log_on(void)
     return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
 }
 
-typedef struct {
-    void (*fn)(void *arg, size_t lo, size_t hi);
-    void *arg;
-    size_t lo, hi;
-} tc_grb_task;
-
-static void *tc_grb_task_run(void *p)
-{
-    tc_grb_task *t = p;
-    t->fn(t->arg, t->lo, t->hi);
-    return NULL;
-}
-
 int tc_grb_threads(void)
 {
     const char *e = getenv("TCSPARSE_GRB_THREADS");
@@ -49,6 +36,28 @@ int tc_grb_threads(void)
     if (v < 1)
         v = 1;
     return v > TC_GRB_MAX_THREADS ? TC_GRB_MAX_THREADS : (int)v;
+}
+
+typedef struct {
+    void (*fn)(void *arg, size_t lo, size_t hi);
+    void *arg;
+    size_t n;
+    int parts;
+} tc_grb_split;
+
+static void tc_grb_split_run(void *arg, int lane)
+{
+    const tc_grb_split *sp = arg;
+    size_t lo, hi;
+    tc_grb_share(sp->n, sp->parts, lane, &lo, &hi);
+    sp->fn(sp->arg, lo, hi);
+}
+
+void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi)
+{
+    const size_t k = (size_t)parts, t = (size_t)part;
+    *lo = n / k * t + (t < n % k ? t : n % k);
+    *hi = *lo + n / k + (t < n % k ? 1 : 0);
 }
 
 void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
@@ -64,24 +73,8 @@ void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t l
         fn(arg, 0, n);
         return;
     }
-    pthread_t th[TC_GRB_MAX_THREADS];
-    tc_grb_task task[TC_GRB_MAX_THREADS];
-    int started[TC_GRB_MAX_THREADS];
-    for (size_t t = 0; t < nt; t++) {
-        task[t].fn = fn;
-        task[t].arg = arg;
-        task[t].lo = n / nt * t + (t < n % nt ? t : n % nt);
-        task[t].hi = task[t].lo + n / nt + (t < n % nt ? 1 : 0);
-    }
-    for (size_t t = 1; t < nt; t++) {
-        started[t] = pthread_create(&th[t], NULL, tc_grb_task_run, &task[t]) == 0;
-        if (!started[t]) /* no thread to be had: do its share here */
-            tc_grb_task_run(&task[t]);
-    }
-    tc_grb_task_run(&task[0]);
-    for (size_t t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(th[t], NULL);
+    tc_grb_split sp = {fn, arg, n, (int)nt};
+    tc_grb_run_lanes((int)nt, tc_grb_split_run, &sp);
 }
 
 typedef struct {
