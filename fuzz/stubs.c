@@ -7,10 +7,10 @@
 #include "../kernels/kernels.h"
 
 tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
-                                int32_t *host_win_off, cudaStream_t stream, char *err,
+                                tc_convert_extra *x, cudaStream_t stream, char *err,
                                 size_t errlen)
 {
-    (void)in, (void)out, (void)host_win_off, (void)stream, (void)err, (void)errlen;
+    (void)in, (void)out, (void)x, (void)stream, (void)err, (void)errlen;
     fprintf(stderr, "fuzz stub: tc_convert_gpu called\n");
     abort();
 }

@@ -31,7 +31,8 @@ typedef struct {
 typedef struct {
     int64_t rows, cols, nnz;
     int32_t windows, blocks;
-    int32_t *win_off;   /* windows+1 */
+    int32_t *win_off;   /* windows+1; the start of the one allocation that also holds blk_off,
+                         * blk_col, val_idx, blk_pos and the balanced schedule */
     int32_t *blk_off;   /* blocks+1 */
     uint8_t *blk_pos;   /* nnz */
     int32_t *blk_col;   /* blocks*8, -1 = padding */
@@ -41,14 +42,38 @@ typedef struct {
                          * win_row[w*16+i] instead of w*16+i */
 } tc_dev_metcf;
 
+/* One unit of work of the balanced kernel: blocks [begin, end) of window win; split != 0
+ * when the window is shared by several chunks (its output is accumulated atomically). */
+typedef struct {
+    int32_t win, begin, end, split;
+} tc_chunk;
+
+/* What the conversion computes besides the arrays, on the device, so that the host needs
+ * no copy of the window offsets: the statistics the selector reads and the balanced
+ * kernel's schedule (chunks of at most chunk_blocks blocks of one window; every window,
+ * even an empty one, has at least one chunk). */
+typedef struct {
+    /* in */
+    int sm_count;             /* sizes the default chunk length (about four waves) */
+    int32_t force_chunk;      /* > 0: this chunk length (TCSPARSE_CHUNK_BLOCKS) */
+    size_t keep_scratch;      /* bytes of conversion scratch the device may keep pooled */
+    /* out */
+    int64_t empty_windows, max_blocks_per_window;
+    int64_t hist[16];         /* tcsparseMetcfStats_t's blocks_per_window_hist */
+    int32_t chunk_blocks, nchunks, nsplit;
+    tc_chunk *chunks;         /* inside the plan's allocation (freed with it) */
+    int32_t *split_windows;   /* windows covered by more than one chunk, ascending */
+    size_t dev_bytes;         /* bytes of the plan's allocations */
+} tc_convert_extra;
+
 /* Builds ME-TCF on the GPU (rows permuted by in->row_new when not NULL; val_idx still
- * indexes the caller's values array).  Synchronises the stream twice: once to size the block arrays
- * (when the validation flags and, if host_win_off is not NULL, a host copy of the window
- * offsets, windows+1 entries, come back too) and once at the end, so that the plan may be
- * used on any stream.  Invalid input (offsets, indices out of range, duplicates) gives
- * TCSPARSE_STATUS_INVALID_VALUE; sizes beyond int32 give TCSPARSE_STATUS_NOT_SUPPORTED. */
+ * indexes the caller's values array), with the statistics and schedule of *x.  One
+ * allocation, sized by upper bounds (blocks <= (nnz + 7 min(windows, nnz)) / 8), and one
+ * synchronisation at the end, after which the plan may be used on any stream.  Invalid input
+ * (offsets, indices out of range, duplicates) gives TCSPARSE_STATUS_INVALID_VALUE; sizes
+ * beyond int32 give TCSPARSE_STATUS_NOT_SUPPORTED. */
 tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
-                                int32_t *host_win_off, cudaStream_t stream, char *err,
+                                tc_convert_extra *x, cudaStream_t stream, char *err,
                                 size_t errlen);
 void tc_dev_metcf_free(tc_dev_metcf *m);
 
@@ -71,21 +96,15 @@ typedef struct {
  * report, unreordered. */
 tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
                                     const tc_convert_input *in, tc_dev_metcf *out,
-                                    int32_t *host_win_off, cudaStream_t stream,
+                                    tc_convert_extra *x, cudaStream_t stream,
                                     tc_reorder_info *info, char *err, size_t errlen);
-/* Copies info into the plan's statistics (after they are computed) and counts win_row in
- * the plan's device bytes. */
+/* Copies info into the plan's statistics (after they are computed); win_row's bytes are
+ * already in tc_convert_extra::dev_bytes. */
 void tc_reorder_plan_done(struct tc_plan *p, const tc_reorder_info *info);
 
 /* ---- SpMM -------------------------------------------------------------------------- */
 
 enum { TC_T_F32 = 0, TC_T_F16 = 1, TC_T_BF16 = 2 };
-
-/* One unit of work of the balanced kernel: blocks [begin, end) of window win; split != 0
- * when the window is shared by several chunks (its output is accumulated atomically). */
-typedef struct {
-    int32_t win, begin, end, split;
-} tc_chunk;
 
 typedef struct {
     int64_t M, K, N;

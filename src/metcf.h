@@ -45,6 +45,14 @@ tcsparseStatus_t tc_metcf_build_cpu(const tc_sparse_view *v, tc_metcf *out);
 void tc_metcf_free(tc_metcf *m);
 /* Statistics of a built ME-TCF (see tcsparseMetcfStats_t). */
 void tc_metcf_stats(const tc_metcf *m, tcsparseMetcfStats_t *st);
+/* The same from the per-window counts (what the GPU conversion computes): empty windows,
+ * the largest window, the histogram of blocks per window (bucket 0: 0 blocks, 1: 1, 2: 2,
+ * 3: 3-4, 4: 5-8, ..., 15: more). */
+typedef struct {
+    int64_t rows, cols, nnz, windows, blocks;
+    int64_t empty_windows, max_blocks_per_window, hist[16];
+} tc_metcf_counts;
+void tc_metcf_stats_from_counts(const tc_metcf_counts *c, tcsparseMetcfStats_t *st);
 /* Reconstructs a 0-based CSR with sorted columns from ME-TCF: row_off[rows+1], col[nnz] and
  * val_idx[nnz] (the caller's value position of each entry), all caller-allocated. */
 void tc_metcf_to_csr(const tc_metcf *m, int64_t *row_off, int64_t *col, int64_t *val_idx);

@@ -12,14 +12,6 @@
 #include "metcf.h"
 #include "plan.h"
 
-/* Longest run of blocks one thread block of the balanced kernel takes from a window: about
- * four waves of chunks over the GPU, within [16, 128] blocks and a multiple of the kernel's
- * 8-block stage (measured on the H100: 16 suits small matrices, 64 large ones, where fewer
- * chunks mean fewer atomic additions into C). */
-#define TC_CHUNK_MIN 16
-#define TC_CHUNK_MAX 128
-#define TC_CHUNK_SLOTS_PER_SM 24
-
 static double tc_now_ms(void)
 {
     struct timespec ts;
@@ -37,6 +29,10 @@ static struct tc_plan *tc_lru_head, *tc_lru_tail;
 static size_t tc_cache_bytes, tc_cache_limit = SIZE_MAX;
 static int64_t tc_cache_plans, tc_cache_evictions, tc_fault_left;
 static int tc_cache_configured;
+/* Conversion scratch the device may keep pooled between plan builds (TCSPARSE_CONVERT_KEEP,
+ * default 256 MiB: a 8M-nonzero matrix's scratch); kernels/convert/convert_launch.cu. */
+#define TC_SCRATCH_KEEP_DEFAULT ((size_t)256 << 20)
+static size_t tc_scratch_keep = TC_SCRATCH_KEEP_DEFAULT;
 
 int64_t tc_parse_bytes(const char *s)
 {
@@ -77,6 +73,16 @@ static void tc_cache_configure_locked(void)
         else
             fprintf(stderr, "tcsparse: TCSPARSE_CACHE_BYTES='%s' is not a byte count (digits "
                             "with an optional K, M or G); the plan cache is unlimited\n", e);
+    }
+    const char *k = getenv("TCSPARSE_CONVERT_KEEP");
+    tc_scratch_keep = TC_SCRATCH_KEEP_DEFAULT;
+    if (k != NULL && k[0] != '\0') {
+        int64_t v = tc_parse_bytes(k);
+        if (v >= 0 && (uint64_t)v < SIZE_MAX)
+            tc_scratch_keep = (size_t)v;
+        else
+            fprintf(stderr, "tcsparse: TCSPARSE_CONVERT_KEEP='%s' is not a byte count (digits "
+                            "with an optional K, M or G); keeping the default\n", k);
     }
     const char *f = getenv("TCSPARSE_FAULT_PLAN_ALLOC");
     tc_fault_left = f != NULL ? strtoll(f, NULL, 10) : 0;
@@ -144,8 +150,7 @@ static void tc_plan_free(struct tc_plan *p)
     int other = cudaGetDevice(&cur) == cudaSuccess && p->device >= 0 && cur != p->device &&
                 cudaSetDevice(p->device) == cudaSuccess;
     (void)cudaDeviceSynchronize();
-    tc_dev_metcf_free(&p->dev);
-    cudaFree(p->chunks); /* split_windows lives in the same allocation */
+    tc_dev_metcf_free(&p->dev); /* the schedule lives in the same allocation */
     if (other)
         (void)cudaSetDevice(cur);
     (void)cudaGetLastError(); /* nothing of this belongs to the caller's next call */
@@ -277,98 +282,6 @@ void tc_retire(void *obj)
     free(old);
 }
 
-/* Statistics and the balanced schedule, from the host copy w32 of the window offsets. */
-static tcsparseStatus_t tc_plan_host_side(struct tc_plan *p, const int32_t *w32, int sm_count)
-{
-    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
-    const int64_t W = p->dev.windows;
-    int64_t *w64 = malloc(sizeof *w64 * (size_t)(W + 1));
-    tc_chunk *ch = NULL;
-    int32_t *split = NULL;
-    if (w64 == NULL) {
-        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
-        goto done;
-    }
-    for (int64_t w = 0; w <= W; w++)
-        w64[w] = w32[w];
-    tc_metcf shell = {.rows = p->dev.rows, .cols = p->dev.cols, .nnz = p->dev.nnz,
-                      .windows = W, .blocks = p->dev.blocks, .win_off = w64};
-    tc_metcf_stats(&shell, &p->stats);
-
-    /* Every window gets at least one chunk, so that empty windows still write beta*C. */
-    int64_t want = p->dev.blocks / ((int64_t)(sm_count > 0 ? sm_count : 132) * TC_CHUNK_SLOTS_PER_SM);
-    want = (want + 7) / 8 * 8;
-    p->chunk_blocks = (int32_t)(want < TC_CHUNK_MIN ? TC_CHUNK_MIN : want > TC_CHUNK_MAX ? TC_CHUNK_MAX : want);
-    const char *ce = getenv("TCSPARSE_CHUNK_BLOCKS"); /* tuning knob for tcsparse-bench */
-    if (ce != NULL && atoi(ce) >= 1)
-        p->chunk_blocks = atoi(ce);
-    const int64_t CH = p->chunk_blocks;
-    int64_t nch = 0, nsplit = 0;
-    for (int64_t w = 0; w < W; w++) {
-        int64_t nb = w32[w + 1] - w32[w];
-        int64_t c = nb == 0 ? 1 : (nb + CH - 1) / CH;
-        nch += c;
-        nsplit += c > 1;
-    }
-    ch = malloc(sizeof *ch * (size_t)(nch > 0 ? nch : 1)); /* no malloc(0): it may be NULL */
-    split = malloc(sizeof *split * (size_t)(nsplit > 0 ? nsplit : 1));
-    if (ch == NULL || split == NULL) {
-        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
-        goto done;
-    }
-    int64_t k = 0, q = 0;
-    for (int64_t w = 0; w < W; w++) {
-        int32_t b = w32[w], e = w32[w + 1];
-        int is_split = e - b > CH;
-        if (is_split)
-            split[q++] = (int32_t)w;
-        do {
-            int32_t end = e - b > CH ? b + (int32_t)CH : e;
-            ch[k++] = (tc_chunk){(int32_t)w, b, end, is_split};
-            b = end;
-        } while (b < e);
-    }
-    p->nchunks = (int32_t)nch;
-    p->nsplit = (int32_t)nsplit;
-    /* one allocation and one copy: the chunks, then the split windows */
-    const size_t ch_bytes = sizeof *ch * (size_t)nch, sp_bytes = sizeof *split * (size_t)nsplit;
-    char *host = malloc(ch_bytes + sp_bytes + 1), *dev = NULL;
-    if (host == NULL) {
-        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: host allocation failed");
-        goto done;
-    }
-    memcpy(host, ch, ch_bytes);
-    memcpy(host + ch_bytes, split, sp_bytes);
-    if (tc_fault_take())
-        st = tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
-                          "tensor-core plan: allocating the balanced schedule: out of device "
-                          "memory (injected by TCSPARSE_FAULT_PLAN_ALLOC)");
-    else
-        st = tc_error_cuda(cudaMalloc((void **)&dev, ch_bytes + sp_bytes + 1),
-                           "tensor-core plan: allocating the balanced schedule");
-    if (st == TCSPARSE_STATUS_SUCCESS) /* synchronous: host is freed right after */
-        st = tc_error_cuda(cudaMemcpy(dev, host, ch_bytes + sp_bytes, cudaMemcpyHostToDevice),
-                           "tensor-core plan: uploading the schedule");
-    free(host);
-    p->chunks = (tc_chunk *)dev; /* freed with the plan, also on failure */
-    if (dev != NULL)
-        p->split_windows = (int32_t *)(dev + ch_bytes);
-    p->bytes += ch_bytes + sp_bytes + 1;
-done:
-    free(w64);
-    free(ch);
-    free(split);
-    return st;
-}
-
-/* Device bytes of the converted arrays (kernels/convert: win_off, then one allocation of
- * blk_off, blk_col, val_idx and blk_pos with 16-byte aligned parts). */
-static size_t tc_plan_dev_bytes(const tc_dev_metcf *m)
-{
-    const size_t W = (size_t)m->windows, B = (size_t)m->blocks, nnz = (size_t)m->nnz;
-    return 4 * (W + 1) + ((B + 1) * 4 + 15) / 16 * 16 + 32 * B + 5 * nnz;
-}
-
 static size_t tc_cache_limit_now(void)
 {
     pthread_mutex_lock(&tc_cache_mu);
@@ -471,28 +384,37 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         .indices_64 = d->indices_type == TCSPARSE_INDEX_64I, .base = (int)d->base};
     char msg[200];
     double t0 = tc_now_ms();
-    /* beyond int32 rows the conversion refuses before it would write the offsets */
-    int32_t *w32 = d->rows < (1ll << 31) - 16 ? malloc(sizeof *w32 * (size_t)((d->rows + 15) / 16 + 1))
-                                              : NULL;
-    if (w32 == NULL && d->rows < (1ll << 31) - 16) {
+    pthread_mutex_lock(&tc_cache_mu);
+    tc_convert_extra x = {.sm_count = h->sm_count, .keep_scratch = tc_scratch_keep};
+    pthread_mutex_unlock(&tc_cache_mu);
+    const char *ce = getenv("TCSPARSE_CHUNK_BLOCKS"); /* tuning knob for tcsparse-bench */
+    if (ce != NULL && atoi(ce) >= 1)
+        x.force_chunk = atoi(ce);
+    if (tc_fault_take()) {
         free(p);
-        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
+                            "tensor-core plan: allocating the plan: out of device memory "
+                            "(injected by TCSPARSE_FAULT_PLAN_ALLOC)");
     }
     tc_reorder_info rinfo; /* reorder.c: exactly tc_convert_gpu unless reordering is on */
-    st = tc_reorder_convert(d, &in, &p->dev, w32, h->stream, &rinfo, msg, sizeof msg);
+    st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, &rinfo, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        free(w32);
         free(p);
         (void)cudaGetLastError(); /* a failed allocation must not reach the fallback's calls */
         return tc_error_set(st, "%s", msg);
     }
-    p->bytes = tc_plan_dev_bytes(&p->dev);
-    st = tc_plan_host_side(p, w32, h->sm_count);
-    free(w32);
-    if (st != TCSPARSE_STATUS_SUCCESS) {
-        tc_plan_free(p);
-        return st;
-    }
+    p->bytes = x.dev_bytes;
+    tc_metcf_counts c = {.rows = p->dev.rows, .cols = p->dev.cols, .nnz = p->dev.nnz,
+                         .windows = p->dev.windows, .blocks = p->dev.blocks,
+                         .empty_windows = x.empty_windows,
+                         .max_blocks_per_window = x.max_blocks_per_window};
+    memcpy(c.hist, x.hist, sizeof c.hist);
+    tc_metcf_stats_from_counts(&c, &p->stats);
+    p->chunk_blocks = x.chunk_blocks;
+    p->chunks = x.chunks;
+    p->nchunks = x.nchunks;
+    p->split_windows = x.split_windows;
+    p->nsplit = x.nsplit;
     tc_reorder_plan_done(p, &rinfo);
     p->convert_ms = tc_now_ms() - t0;
     st = tc_cache_insert(md, p);

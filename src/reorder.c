@@ -882,7 +882,7 @@ static double min_gain(void)
 
 tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
                                     const tc_convert_input *in, tc_dev_metcf *out,
-                                    int32_t *host_win_off, cudaStream_t stream,
+                                    tc_convert_extra *x, cudaStream_t stream,
                                     tc_reorder_info *info, char *err, size_t errlen)
 {
     unsigned mask = 0;
@@ -890,7 +890,7 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     info->mode = tc_reorder_mode(d, &mask);
     if (info->mode == TCSPARSE_REORDER_OFF || in->nnz == 0 || in->rows <= 1 ||
         in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || in->nnz >= (1ll << 31))
-        return tc_convert_gpu(in, out, host_win_off, stream, err, errlen);
+        return tc_convert_gpu(in, out, x, stream, err, errlen);
 
     const double t0 = now_ms();
     int64_t *ro = NULL;
@@ -928,7 +928,7 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     free(order);
     free(row_new);
     info->ms = now_ms() - t0;
-    tcsparseStatus_t st = tc_convert_gpu(&rin, out, host_win_off, stream, err, errlen);
+    tcsparseStatus_t st = tc_convert_gpu(&rin, out, x, stream, err, errlen);
     cudaFree(d_row_new); /* the conversion synchronised its stream before returning */
     return st;
 }
@@ -943,6 +943,4 @@ void tc_reorder_plan_done(struct tc_plan *p, const tc_reorder_info *info)
         s->reorder_nnz_per_block_before = (double)p->dev.nnz / (double)info->blocks_before;
         s->reorder_nnz_per_block_after = (double)p->dev.nnz / (double)info->blocks_after;
     }
-    if (p->dev.win_row != NULL)
-        p->bytes += sizeof(int32_t) * (size_t)p->dev.windows * WIN;
 }

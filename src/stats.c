@@ -14,6 +14,29 @@ static int hist_bucket(int64_t b)
     return k;
 }
 
+void tc_metcf_stats_from_counts(const tc_metcf_counts *c, tcsparseMetcfStats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    st->rows = c->rows;
+    st->cols = c->cols;
+    st->nnz = c->nnz;
+    st->windows = c->windows;
+    st->blocks = c->blocks;
+    st->empty_windows = c->empty_windows;
+    st->max_blocks_per_window = c->max_blocks_per_window;
+    for (int k = 0; k < 16; k++)
+        st->blocks_per_window_hist[k] = c->hist[k];
+    st->mean_nnz_per_block = c->blocks > 0 ? (double)c->nnz / (double)c->blocks : 0.0;
+    st->mean_blocks_per_window =
+        c->windows > 0 ? (double)c->blocks / (double)c->windows : 0.0;
+    /* The device layout: int32 everywhere except blk_off and the value index, which widen
+     * once nonzero positions no longer fit in int32. */
+    const int64_t wide = c->nnz >= ((int64_t)1 << 31) ? 8 : 4;
+    st->metcf_bytes = 4 * (c->windows + 1) + wide * (c->blocks + 1) + c->nnz +
+                      4 * TC_BLK_COLS * c->blocks + wide * c->nnz;
+    st->csr_bytes = 4 * (c->rows + 1) + 4 * c->nnz;
+}
+
 void tc_metcf_stats(const tc_metcf *m, tcsparseMetcfStats_t *st)
 {
     if (st == NULL)
@@ -21,28 +44,17 @@ void tc_metcf_stats(const tc_metcf *m, tcsparseMetcfStats_t *st)
     memset(st, 0, sizeof *st);
     if (m == NULL)
         return;
-    st->rows = m->rows;
-    st->cols = m->cols;
-    st->nnz = m->nnz;
-    st->windows = m->windows;
-    st->blocks = m->blocks;
+    tc_metcf_counts c = {.rows = m->rows, .cols = m->cols, .nnz = m->nnz,
+                         .windows = m->windows, .blocks = m->blocks};
     for (int64_t w = 0; w < m->windows; w++) {
         int64_t b = m->win_off[w + 1] - m->win_off[w];
         if (b == 0)
-            st->empty_windows++;
-        if (b > st->max_blocks_per_window)
-            st->max_blocks_per_window = b;
-        st->blocks_per_window_hist[hist_bucket(b)]++;
+            c.empty_windows++;
+        if (b > c.max_blocks_per_window)
+            c.max_blocks_per_window = b;
+        c.hist[hist_bucket(b)]++;
     }
-    st->mean_nnz_per_block = m->blocks > 0 ? (double)m->nnz / (double)m->blocks : 0.0;
-    st->mean_blocks_per_window =
-        m->windows > 0 ? (double)m->blocks / (double)m->windows : 0.0;
-    /* The device layout: int32 everywhere except blk_off and the value index, which widen
-     * once nonzero positions no longer fit in int32. */
-    const int64_t wide = m->nnz >= ((int64_t)1 << 31) ? 8 : 4;
-    st->metcf_bytes = 4 * (m->windows + 1) + wide * (m->blocks + 1) + m->nnz +
-                      4 * TC_BLK_COLS * m->blocks + wide * m->nnz;
-    st->csr_bytes = 4 * (m->rows + 1) + 4 * m->nnz;
+    tc_metcf_stats_from_counts(&c, st);
 }
 
 void tc_metcf_to_csr(const tc_metcf *m, int64_t *row_off, int64_t *col, int64_t *val_idx)

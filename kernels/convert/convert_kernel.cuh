@@ -1,9 +1,11 @@
-// Kernels of the GPU CSR/CSC/COO -> ME-TCF conversion.  One thread per nonzero or per
-// window throughout: no thread walks a whole window, so a dense row costs what its nonzeros
-// cost.  Sort keys: pass 1 (window, column, row-in-window) condenses columns; pass 2
-// (block, position) orders each block's nonzeros by position.
+// Kernels of the GPU CSR/CSC/COO -> ME-TCF conversion.  One thread per nonzero, per window
+// or per chunk throughout: no thread walks a whole window, so a dense row costs what its
+// nonzeros cost.  One sort, by (window, column, row-in-window), condenses the columns; each
+// block's nonzeros are then ordered by position with a 128-bit occupancy mask per block
+// (a nonzero's slot is the number of occupied positions before its own), not a second sort.
 #pragma once
 #include <cstdint>
+#include "../kernels.h"
 
 namespace tc {
 
@@ -132,42 +134,176 @@ __global__ void window_blocks(const unsigned long long *keys, const int32_t *dis
     dfirst[w] = e > s ? dist[s] : 0;
 }
 
-// Block and position of every nonzero; the column ids of every block.
-__global__ void place(const unsigned long long *keys, const int32_t *vals, const int32_t *dist,
-                      const int32_t *head, const int32_t *win_off, const int32_t *dfirst,
-                      int64_t nnz, int shift, int32_t *blk_col, unsigned long long *keys2,
-                      int32_t *vals2)
+// Block and position-in-block of the sorted nonzero i (keys by window, column, row).
+struct placed {
+    int32_t blk;
+    int cc, pos;
+};
+__device__ __forceinline__ placed place_of(unsigned long long k, int32_t d, const int32_t *win_off,
+                                           const int32_t *dfirst, int shift)
 {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nnz)
-        return;
-    unsigned long long k = keys[i];
-    int32_t w = (int32_t)(k >> shift);
-    int32_t lc = dist[i] - dfirst[w];
-    int32_t blk = win_off[w] + lc / 8;
-    int cc = lc % 8;
-    int row = (int)(k & 15);
-    int pos = row * 8 + cc;
-    if (head[i])
-        blk_col[(int64_t)blk * 8 + cc] = (int32_t)((k >> 4) & ((1ull << (shift - 4)) - 1));
-    keys2[i] = ((unsigned long long)blk << 7) | (unsigned long long)pos;
-    vals2[i] = vals[i];
+    const int32_t w = (int32_t)(k >> shift);
+    const int32_t lc = d - dfirst[w];
+    placed p;
+    p.blk = win_off[w] + lc / 8;
+    p.cc = lc % 8;
+    p.pos = (int)(k & 15) * 8 + p.cc;
+    return p;
 }
 
-__global__ void finish(const unsigned long long *keys2, const int32_t *vals2, int64_t nnz,
-                       int32_t blocks, uint8_t *blk_pos, int32_t *val_idx, int32_t *blk_off)
+// The column ids of every block, each block's occupancy (128 bits, one per position) and
+// its first nonzero: a block starts at the head of a condensed column that is a multiple of 8,
+// and its nonzeros are contiguous in the sorted order.
+__global__ void place_cols(const unsigned long long *keys, const int32_t *dist,
+                           const int32_t *head, const int32_t *win_off, const int32_t *dfirst,
+                           int64_t nnz, int32_t windows, int shift, int32_t *blk_col,
+                           unsigned *occ, int32_t *blk_off)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nnz)
         return;
-    unsigned long long k = keys2[i];
-    blk_pos[i] = (uint8_t)(k & 127);
-    val_idx[i] = vals2[i];
-    int32_t b = (int32_t)(k >> 7);
-    if (i == 0 || (int32_t)(keys2[i - 1] >> 7) != b)
-        blk_off[b] = (int32_t)i;
+    const unsigned long long k = keys[i];
+    const placed p = place_of(k, dist[i], win_off, dfirst, shift);
+    if (head[i]) {
+        blk_col[(int64_t)p.blk * 8 + p.cc] = (int32_t)((k >> 4) & ((1ull << (shift - 4)) - 1));
+        if (p.cc == 0)
+            blk_off[p.blk] = (int32_t)i;
+    }
+    atomicOr(&occ[(int64_t)p.blk * 4 + (p.pos >> 5)], 1u << (p.pos & 31));
     if (i == nnz - 1)
-        blk_off[blocks] = (int32_t)nnz;
+        blk_off[win_off[windows]] = (int32_t)nnz;
+}
+
+// Each nonzero's slot in its block: the block's start plus the number of occupied positions
+// before its own (positions ascending within a block, as the CPU reference orders them).
+__global__ void place_values(const unsigned long long *keys, const int32_t *vals,
+                             const int32_t *dist, const int32_t *win_off, const int32_t *dfirst,
+                             const unsigned *occ, const int32_t *blk_off, int64_t nnz, int shift,
+                             uint8_t *blk_pos, int32_t *val_idx)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nnz)
+        return;
+    const placed p = place_of(keys[i], dist[i], win_off, dfirst, shift);
+    const uint4 o = reinterpret_cast<const uint4 *>(occ)[p.blk];
+    const unsigned word[4] = {o.x, o.y, o.z, o.w};
+    const int q = p.pos >> 5;
+    int rank = __popc(word[q] & ((1u << (p.pos & 31)) - 1u));
+    for (int j = 0; j < q; j++)
+        rank += __popc(word[j]);
+    const int64_t dst = (int64_t)blk_off[p.blk] + rank;
+    blk_pos[dst] = (uint8_t)p.pos;
+    val_idx[dst] = vals[i];
+}
+
+// The conversion's summary, read back by the host after its one synchronisation.
+struct summary {
+    int flags;
+    int32_t blocks, chunk_blocks, nchunks, nsplit;
+    unsigned long long empty, maxb, hist[16];
+};
+
+// Histogram bucket of a window with b blocks (src/stats.c's hist_bucket).
+__device__ __forceinline__ int hist_bucket(int64_t b)
+{
+    if (b <= 0)
+        return 0;
+    int k = 1;
+    for (int64_t cap = 1; cap < b && k < 15; cap <<= 1)
+        k++;
+    return k;
+}
+
+// src/select.c's tc_select_default_chunk_blocks: about four waves of chunks, a multiple of 8
+// in [16, 128], unless forced.
+__device__ __forceinline__ int32_t chunk_len(int32_t blocks, int sm_count, int32_t force)
+{
+    if (force > 0)
+        return force;
+    int64_t want = blocks / ((int64_t)(sm_count > 0 ? sm_count : 132) * 24);
+    want = (want + 7) / 8 * 8;
+    return (int32_t)(want < 16 ? 16 : want > 128 ? 128 : want);
+}
+
+// Per window: the statistics (CTA-local histogram, then one atomic per bucket) and the
+// number of chunks, packed as chunks << 32 | split for one scan; slot `windows` is 0, so
+// the exclusive scan ends with both totals.
+__global__ void window_stats(const int32_t *win_off, int32_t windows, int sm_count,
+                             int32_t force, unsigned long long *packed, summary *sum)
+{
+    __shared__ unsigned long long h[16], empty, maxb;
+    if (threadIdx.x < 16)
+        h[threadIdx.x] = 0;
+    if (threadIdx.x == 0) {
+        empty = 0;
+        maxb = 0;
+    }
+    __syncthreads();
+    const int32_t w = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w < windows) {
+        const int32_t nb = win_off[w + 1] - win_off[w];
+        const int32_t ch = chunk_len(win_off[windows], sm_count, force);
+        const unsigned long long c = nb == 0 ? 1 : (unsigned long long)((nb + ch - 1) / ch);
+        packed[w] = c << 32 | (unsigned long long)(c > 1);
+        atomicAdd(&h[hist_bucket(nb)], 1ull);
+        if (nb == 0)
+            atomicAdd(&empty, 1ull);
+        atomicMax(&maxb, (unsigned long long)nb);
+    } else if (w == windows) {
+        packed[w] = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x < 16 && h[threadIdx.x] != 0)
+        atomicAdd(&sum->hist[threadIdx.x], h[threadIdx.x]);
+    if (threadIdx.x == 0) {
+        if (empty != 0)
+            atomicAdd(&sum->empty, empty);
+        atomicMax(&sum->maxb, maxb);
+    }
+}
+
+// One thread per chunk slot: chunk t belongs to the last window whose first chunk is <= t.
+// Threads below `windows` also list the split windows.  Slots past the total do nothing
+// (the allocation is sized by an upper bound).
+__global__ void write_chunks(const int32_t *win_off, const unsigned long long *pscan,
+                             int32_t windows, int sm_count, int32_t force, int64_t slots,
+                             tc_chunk *chunks, int32_t *split, summary *sum)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int32_t blocks = win_off[windows];
+    const int32_t ch = chunk_len(blocks, sm_count, force);
+    const int64_t nch = (int64_t)(pscan[windows] >> 32);
+    if (t == 0) {
+        sum->blocks = blocks;
+        sum->chunk_blocks = ch;
+        sum->nchunks = (int32_t)nch;
+        sum->nsplit = (int32_t)(pscan[windows] & 0xffffffffull);
+    }
+    if (t < windows) {
+        const unsigned long long a = pscan[t], b = pscan[t + 1];
+        if ((b & 0xffffffffull) != (a & 0xffffffffull))
+            split[a & 0xffffffffull] = (int32_t)t;
+    }
+    if (t >= nch || t >= slots)
+        return;
+    int32_t lo = 0, hi = windows; // last w in [0, windows) with first chunk <= t
+    while (hi - lo > 1) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)(pscan[mid] >> 32) <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const int32_t w = lo;
+    const int64_t first = (int64_t)(pscan[w] >> 32), cw = (int64_t)(pscan[w + 1] >> 32) - first;
+    const int64_t j = t - first;
+    const int32_t b = win_off[w] + (int32_t)(j * ch), e = win_off[w + 1];
+    tc_chunk c;
+    c.win = w;
+    c.begin = b;
+    c.end = e - b > ch ? b + ch : e;
+    c.split = cw > 1;
+    chunks[t] = c;
 }
 
 // win_row[row_new[r]] = r for every row; the caller has set the padding positions to -1.

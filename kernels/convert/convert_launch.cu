@@ -1,6 +1,7 @@
 // Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method).
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
@@ -18,28 +19,66 @@ int bits_for(int64_t v) // bits needed to represent values in [0, v)
 
 unsigned grid_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
-// All temporaries of one conversion: stream-ordered allocations from the device's memory
-// pool (a plain cudaMalloc/cudaFree pair costs more than a whole conversion of a small
-// matrix), freed together in stream order.
+// The conversion's scratch comes from a memory pool of its own per device, which keeps up
+// to tc_convert_extra::keep_scratch bytes mapped between conversions: with the default pool's
+// release threshold (0) every conversion would map its scratch afresh, which cost more than
+// the sort itself (0.4 ms for a 1M-nonzero matrix on the H100).  Where pools are not
+// supported, the default pool serves.
+std::mutex pool_mu;
+cudaMemPool_t pools[64];
+bool pool_tried[64];
+
+cudaMemPool_t scratch_pool(size_t keep)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    std::lock_guard<std::mutex> g(pool_mu);
+    if (!pool_tried[dev]) {
+        pool_tried[dev] = true;
+        int ok = 0;
+        cudaMemPoolProps pr{};
+        pr.allocType = cudaMemAllocationTypePinned;
+        pr.location.type = cudaMemLocationTypeDevice;
+        pr.location.id = dev;
+        if (cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) != cudaSuccess ||
+            !ok || cudaMemPoolCreate(&pools[dev], &pr) != cudaSuccess)
+            pools[dev] = nullptr;
+        (void)cudaGetLastError();
+    }
+    if (pools[dev] != nullptr) {
+        unsigned long long t = keep;
+        (void)cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &t);
+    }
+    return pools[dev];
+}
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+// One stream-ordered scratch allocation, carved into parts; freed in stream order.
 struct Scratch {
     cudaStream_t s;
-    unsigned long long *k[2] = {nullptr, nullptr};
-    int32_t *v[2] = {nullptr, nullptr};
-    int32_t *head = nullptr, *dist = nullptr, *nblk = nullptr, *dfirst = nullptr;
-    int *flags = nullptr;
-    void *cub = nullptr;
-    size_t cub_bytes = 0;
+    char *base = nullptr;
+    size_t used = 0;
     explicit Scratch(cudaStream_t st) : s(st) {}
-    template <class T> cudaError_t get(T **p, size_t bytes)
+    cudaError_t alloc(size_t bytes, size_t keep)
     {
-        return cudaMallocAsync(reinterpret_cast<void **>(p), bytes ? bytes : 1, s);
+        cudaMemPool_t p = scratch_pool(keep);
+        return p ? cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), bytes, p, s)
+                 : cudaMallocAsync(reinterpret_cast<void **>(&base), bytes, s);
+    }
+    template <class T> T *take(size_t bytes)
+    {
+        T *p = reinterpret_cast<T *>(base + used);
+        used += align16(bytes);
+        return p;
     }
     ~Scratch()
     {
-        void *all[] = {k[0], k[1], v[0], v[1], head, dist, nblk, dfirst, flags, cub};
-        for (void *q : all)
-            if (q)
-                cudaFreeAsync(q, s);
+        if (base)
+            cudaFreeAsync(base, s);
     }
 };
 
@@ -64,14 +103,13 @@ tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
 
 extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 {
-    cudaFree(m->win_off);
-    cudaFree(m->blk_off); // one allocation holds blk_off, blk_col, val_idx and blk_pos
+    cudaFree(m->win_off); // the one allocation of the plan's arrays and schedule
     cudaFree(m->win_row);
     *m = tc_dev_metcf{};
 }
 
 extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
-                                           int32_t *host_win_off, cudaStream_t s, char *err,
+                                           tc_convert_extra *xo, cudaStream_t s, char *err,
                                            size_t errlen)
 {
     using namespace tc;
@@ -82,9 +120,17 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     const int64_t nnz = in->nnz;
     const bool csr = in->format == TCSPARSE_FORMAT_CSR, csc = in->format == TCSPARSE_FORMAT_CSC;
     const int64_t dim = csr ? in->rows : in->cols;
-    int host_flags = 0;
-    int cbits, shift, wbits, bbits;
+    summary host{};
+    int cbits, shift, wbits;
     int32_t windows;
+    int64_t bub, slots;
+    size_t cub_bytes = 0, dev_bytes = 0;
+    unsigned long long *k0, *k1, *packed, *pscan;
+    int32_t *v0, *v1, *head, *dist, *nblk, *dfirst, *split;
+    unsigned *occ;
+    tc_chunk *chunks;
+    summary *sum;
+    void *cub;
 
     *out = tc_dev_metcf{};
     if (in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || nnz >= (1ll << 31)) {
@@ -98,129 +144,152 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     cbits = bits_for(in->cols > 1 ? in->cols : 2);
     shift = cbits + 4;
     wbits = bits_for(windows > 1 ? windows : 2);
+    // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
+    // and d <= its nonzeros; every window has at least one chunk and a window of b >= 1
+    // blocks at most 1 + (b - 1) / length of them.
+    bub = (nnz + 7 * (windows < nnz ? (int64_t)windows : nnz)) / 8;
+    slots = (int64_t)windows + bub / (xo->force_chunk > 0 ? xo->force_chunk : 16) + 1;
+    if (bub >= (1ll << 31) - 1 || slots >= (1ll << 31) - 1) {
+        snprintf(err, errlen, "ME-TCF conversion on the GPU: %lld nonzeros exceed the int32 "
+                 "tensor-core plan's block arrays", (long long)nnz);
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    }
 
-    TC_CU(cudaMalloc(&m.win_off, sizeof(int32_t) * (windows + 1)), "allocating win_off");
-    TC_CU(x.get(&x.flags, sizeof(int)), "allocating flags");
-    TC_CU(cudaMemsetAsync(x.flags, 0, sizeof(int), s), "clearing flags");
-    // With no nonzeros cuSPARSE accepts NULL arrays, so nothing is read.
-    if ((csr || csc) && nnz > 0)
-        check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
-                                                         in->base, x.flags);
+    {
+        // the plan: one allocation, each part 16-byte aligned
+        const size_t a_win = 0, a_off = a_win + align16(4 * ((size_t)windows + 1));
+        const size_t a_col = a_off + align16(4 * ((size_t)bub + 1));
+        const size_t a_val = a_col + 32 * (size_t)bub, a_pos = a_val + align16(4 * (size_t)nnz);
+        const size_t a_ch = a_pos + align16((size_t)nnz), a_sp = a_ch + 16 * (size_t)slots;
+        dev_bytes = a_sp + 4 * (size_t)windows + 1;
+        char *base = nullptr;
+        TC_CU(cudaMalloc(&base, dev_bytes), "allocating the plan");
+        m.win_off = reinterpret_cast<int32_t *>(base + a_win);
+        m.blk_off = reinterpret_cast<int32_t *>(base + a_off);
+        m.blk_col = reinterpret_cast<int32_t *>(base + a_col);
+        m.val_idx = reinterpret_cast<int32_t *>(base + a_val);
+        m.blk_pos = reinterpret_cast<uint8_t *>(base + a_pos);
+        chunks = reinterpret_cast<tc_chunk *>(base + a_ch);
+        split = reinterpret_cast<int32_t *>(base + a_sp);
+    }
+    {
+        // CUB's workspace, big enough for the sort and every scan
+        size_t a = 0, b = 0, c = 0, d = 0;
+        if (nnz > 0) {
+            cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
+            cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
+            TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, a, dk, dv, nnz, 0, 64, s), "sizing sort");
+            TC_CU(cub::DeviceScan::InclusiveSum(nullptr, b, (int32_t *)nullptr, (int32_t *)nullptr,
+                                                nnz, s), "sizing scan");
+        }
+        TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, c, (int32_t *)nullptr, (int32_t *)nullptr,
+                                            windows + 1, s), "sizing scan");
+        TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
+                                            (unsigned long long *)nullptr, windows + 1, s),
+              "sizing scan");
+        cub_bytes = a > b ? a : b;
+        cub_bytes = cub_bytes > c ? cub_bytes : c;
+        cub_bytes = cub_bytes > d ? cub_bytes : d;
+        const size_t n = (size_t)nnz, w1 = (size_t)windows + 1;
+        const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
+                             2 * align16(4 * w1) + 2 * align16(8 * w1) + align16(sizeof(summary)) +
+                             align16(cub_bytes) + 16;
+        TC_CU(x.alloc(total, xo->keep_scratch), "allocating scratch");
+        k0 = x.take<unsigned long long>(8 * n);
+        k1 = x.take<unsigned long long>(8 * n);
+        v0 = x.take<int32_t>(4 * n);
+        v1 = x.take<int32_t>(4 * n);
+        head = x.take<int32_t>(4 * n);
+        dist = x.take<int32_t>(4 * n);
+        occ = x.take<unsigned>(16 * (size_t)bub);
+        nblk = x.take<int32_t>(4 * w1);
+        dfirst = x.take<int32_t>(4 * w1);
+        packed = x.take<unsigned long long>(8 * w1);
+        pscan = x.take<unsigned long long>(8 * w1);
+        sum = x.take<summary>(sizeof(summary));
+        cub = x.take<char>(cub_bytes);
+    }
+    TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
     if (nnz == 0) {
-        TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * (windows + 1), s), "win_off");
-        if (host_win_off)
-            memset(host_win_off, 0, sizeof(int32_t) * ((size_t)windows + 1));
-        TC_CU(cudaMalloc(&m.blk_off, sizeof(int32_t)), "allocating blk_off");
+        TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * ((size_t)windows + 1), s), "win_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
     } else {
-        TC_CU(x.get(&x.k[0], 8 * nnz), "allocating keys");
-        TC_CU(x.get(&x.k[1], 8 * nnz), "allocating keys");
-        TC_CU(x.get(&x.v[0], 4 * nnz), "allocating values");
-        TC_CU(x.get(&x.v[1], 4 * nnz), "allocating values");
-        TC_CU(x.get(&x.head, 4 * nnz), "allocating heads");
-        TC_CU(x.get(&x.dist, 4 * nnz), "allocating column ids");
-        TC_CU(x.get(&x.nblk, 4 * ((int64_t)windows + 1)), "allocating block counts");
-        TC_CU(x.get(&x.dfirst, 4 * ((int64_t)windows + 1)), "allocating window starts");
+        // With no nonzeros cuSPARSE accepts NULL arrays, so nothing above read them.
+        if (csr || csc)
+            check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
+                                                             nnz, in->base, &sum->flags);
         make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
                                                  in->indices, in->indices_64, in->rows, in->cols,
-                                                 nnz, in->base, cbits, in->row_new, x.k[0],
-                                                 x.v[0], x.flags);
+                                                 nnz, in->base, cbits, in->row_new, k0, v0,
+                                                 &sum->flags);
         TC_CU(cudaGetLastError(), "launching make_keys");
-
-        // One CUB workspace big enough for both sorts and the scans.
-        {
-            size_t a = 0, b = 0, c = 0;
-            cub::DoubleBuffer<unsigned long long> dk(x.k[0], x.k[1]);
-            cub::DoubleBuffer<int32_t> dv(x.v[0], x.v[1]);
-            TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, a, dk, dv, nnz, 0, 64, s), "sizing sort");
-            TC_CU(cub::DeviceScan::InclusiveSum(nullptr, b, x.head, x.dist, nnz, s), "sizing scan");
-            TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, c, x.nblk, m.win_off, windows + 1, s),
-                  "sizing scan");
-            x.cub_bytes = a > b ? a : b;
-            x.cub_bytes = x.cub_bytes > c ? x.cub_bytes : c;
-            TC_CU(x.get(&x.cub, x.cub_bytes), "allocating sort workspace");
-        }
-        int cur;
-        {
-            cub::DoubleBuffer<unsigned long long> dk(x.k[0], x.k[1]);
-            cub::DoubleBuffer<int32_t> dv(x.v[0], x.v[1]);
-            TC_CU(cub::DeviceRadixSort::SortPairs(x.cub, x.cub_bytes, dk, dv, nnz, 0,
-                                                  shift + wbits, s), "sorting by column");
-            cur = dk.selector; // both buffers move together
-        }
-        const unsigned long long *k1 = x.k[cur];
-        const int32_t *v1 = x.v[cur];
-        mark_heads<<<grid_for(nnz, T), T, 0, s>>>(k1, nnz, x.head, x.flags);
-        TC_CU(cub::DeviceScan::InclusiveSum(x.cub, x.cub_bytes, x.head, x.dist, nnz, s),
+        cub::DoubleBuffer<unsigned long long> dk(k0, k1);
+        cub::DoubleBuffer<int32_t> dv(v0, v1);
+        TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0, shift + wbits, s),
+              "sorting by column");
+        const unsigned long long *ks = dk.Current();
+        const int32_t *vs = dv.Current();
+        mark_heads<<<grid_for(nnz, T), T, 0, s>>>(ks, nnz, head, &sum->flags);
+        TC_CU(cub::DeviceScan::InclusiveSum(cub, cub_bytes, head, dist, nnz, s),
               "numbering columns");
-        window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(k1, x.dist, nnz, windows,
-                                                                       shift, x.nblk, x.dfirst);
-        TC_CU(cub::DeviceScan::ExclusiveSum(x.cub, x.cub_bytes, x.nblk, m.win_off, windows + 1, s),
+        window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(ks, dist, nnz, windows,
+                                                                       shift, nblk, dfirst);
+        TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
               "window offsets");
-        // the caller's copy of the window offsets comes with the one synchronisation needed
-        // to size the block arrays
-        if (host_win_off)
-            TC_CU(cudaMemcpyAsync(host_win_off, m.win_off, sizeof(int32_t) * ((size_t)windows + 1),
-                                  cudaMemcpyDeviceToHost, s), "reading window offsets");
-        else
-            TC_CU(cudaMemcpyAsync(&m.blocks, m.win_off + windows, sizeof(int32_t),
-                                  cudaMemcpyDeviceToHost, s), "reading block count");
-        TC_CU(cudaMemcpyAsync(&host_flags, x.flags, sizeof(int), cudaMemcpyDeviceToHost, s),
-              "reading flags");
-        TC_CU(cudaStreamSynchronize(s), "first pass");
-        if (host_flags)
-            goto invalid; // every check ran in the first pass: the second cannot fail one
-        if (host_win_off)
-            m.blocks = host_win_off[windows];
-
-        {
-            // the plan's block arrays share one allocation, each part 16-byte aligned
-            const size_t a_off = 0, a_col = a_off + (((size_t)m.blocks + 1) * 4 + 15) / 16 * 16;
-            const size_t a_val = a_col + (size_t)m.blocks * 32, a_pos = a_val + (size_t)nnz * 4;
-            char *base = nullptr;
-            TC_CU(cudaMalloc(&base, a_pos + (size_t)nnz), "allocating the block arrays");
-            m.blk_off = reinterpret_cast<int32_t *>(base + a_off);
-            m.blk_col = reinterpret_cast<int32_t *>(base + a_col);
-            m.val_idx = reinterpret_cast<int32_t *>(base + a_val);
-            m.blk_pos = reinterpret_cast<uint8_t *>(base + a_pos);
-        }
-        TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (int64_t)m.blocks, s), "padding");
-        unsigned long long *k2 = x.k[cur ^ 1];
-        int32_t *v2 = x.v[cur ^ 1];
-        place<<<grid_for(nnz, T), T, 0, s>>>(k1, v1, x.dist, x.head, m.win_off, x.dfirst, nnz,
-                                             shift, m.blk_col, k2, v2);
-        TC_CU(cudaGetLastError(), "launching place");
-        bbits = bits_for((int64_t)m.blocks + 1);
-        {
-            cub::DoubleBuffer<unsigned long long> dk(k2, x.k[cur]);
-            cub::DoubleBuffer<int32_t> dv(v2, x.v[cur]);
-            TC_CU(cub::DeviceRadixSort::SortPairs(x.cub, x.cub_bytes, dk, dv, nnz, 0, 7 + bbits, s),
-                  "sorting by block");
-            finish<<<grid_for(nnz, T), T, 0, s>>>(dk.Current(), dv.Current(), nnz, m.blocks,
-                                                   m.blk_pos, m.val_idx, m.blk_off);
-            TC_CU(cudaGetLastError(), "launching finish");
-        }
+        TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (size_t)bub, s), "padding");
+        TC_CU(cudaMemsetAsync(occ, 0, 16 * (size_t)bub, s), "clearing occupancy");
+        place_cols<<<grid_for(nnz, T), T, 0, s>>>(ks, dist, head, m.win_off, dfirst, nnz,
+                                                  windows, shift, m.blk_col, occ, m.blk_off);
+        TC_CU(cudaGetLastError(), "launching place_cols");
+        place_values<<<grid_for(nnz, T), T, 0, s>>>(ks, vs, dist, m.win_off, dfirst, occ,
+                                                    m.blk_off, nnz, shift, m.blk_pos, m.val_idx);
+        TC_CU(cudaGetLastError(), "launching place_values");
     }
+    window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(m.win_off, windows, xo->sm_count,
+                                                                  xo->force_chunk, packed, sum);
+    TC_CU(cudaGetLastError(), "launching window_stats");
+    TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, packed, pscan, windows + 1, s),
+          "numbering chunks");
+    write_chunks<<<grid_for(slots > windows ? slots : windows, T), T, 0, s>>>(
+        m.win_off, pscan, windows, xo->sm_count, xo->force_chunk, slots, chunks, split, sum);
+    TC_CU(cudaGetLastError(), "launching write_chunks");
     if (in->row_new != nullptr && in->rows > 0) { // the caller's row of each window row
-        const int64_t slots = (int64_t)windows * 16;
-        TC_CU(cudaMalloc(&m.win_row, sizeof(int32_t) * slots), "allocating win_row");
-        TC_CU(cudaMemsetAsync(m.win_row, 0xff, sizeof(int32_t) * slots, s), "padding win_row");
-        scatter_win_row<<<grid_for(in->rows, T), T, 0, s>>>(in->row_new, in->rows, slots,
+        const int64_t wslots = (int64_t)windows * 16;
+        TC_CU(cudaMalloc(&m.win_row, sizeof(int32_t) * wslots), "allocating win_row");
+        TC_CU(cudaMemsetAsync(m.win_row, 0xff, sizeof(int32_t) * wslots, s), "padding win_row");
+        scatter_win_row<<<grid_for(in->rows, T), T, 0, s>>>(in->row_new, in->rows, wslots,
                                                              m.win_row);
         TC_CU(cudaGetLastError(), "launching scatter_win_row");
+        dev_bytes += sizeof(int32_t) * (size_t)wslots;
     }
+    TC_CU(cudaMemcpyAsync(&host, sum, sizeof host, cudaMemcpyDeviceToHost, s), "reading the summary");
     // finished before returning: the plan may next be used on another stream
     TC_CU(cudaStreamSynchronize(s), "conversion");
+    if (host.flags)
+        goto invalid;
+    m.blocks = host.blocks;
+    xo->empty_windows = (int64_t)host.empty;
+    xo->max_blocks_per_window = (int64_t)host.maxb;
+    for (int k = 0; k < 16; k++)
+        xo->hist[k] = (int64_t)host.hist[k];
+    xo->chunk_blocks = host.chunk_blocks;
+    xo->nchunks = host.nchunks;
+    xo->nsplit = host.nsplit;
+    xo->chunks = chunks;
+    xo->split_windows = split;
+    xo->dev_bytes = dev_bytes;
     *out = m;
     return TCSPARSE_STATUS_SUCCESS;
 
 invalid:
     snprintf(err, errlen, "ME-TCF conversion on the GPU: %s",
-             (host_flags & kBadOffsets) ? "offsets array is not a valid prefix sum of nnz entries"
-             : (host_flags & kBadIndex) ? "an index is outside the matrix (check the index base)"
+             (host.flags & kBadOffsets) ? "offsets array is not a valid prefix sum of nnz entries"
+             : (host.flags & kBadIndex) ? "an index is outside the matrix (check the index base)"
                                         : "duplicate entries (same row and column)");
     st = TCSPARSE_STATUS_INVALID_VALUE;
 done:
+    // the scratch is freed in stream order; the plan only after its kernels finished
+    (void)cudaStreamSynchronize(s);
     tc_dev_metcf_free(&m);
     return st;
 }

@@ -77,6 +77,52 @@ static int64_t build_arrays(const tc_csr *m, tcsparseFormat_t fmt, int is64, int
     return noff;
 }
 
+/* The statistics and the balanced schedule the conversion computed on the device against
+ * the host's: tc_metcf_stats, and chunks of at most L blocks of one window (at least one per
+ * window), L = the forced length or about four waves of chunks on sm_count SMs. */
+static void check_extra(const tc_metcf *ref, const tc_convert_extra *x, const char *name)
+{
+    tcsparseMetcfStats_t st;
+    tc_metcf_stats(ref, &st);
+    cr_assert_eq(x->empty_windows, st.empty_windows, "%s: empty windows", name);
+    cr_assert_eq(x->max_blocks_per_window, st.max_blocks_per_window, "%s: largest window", name);
+    for (int k = 0; k < 16; k++)
+        cr_assert_eq(x->hist[k], st.blocks_per_window_hist[k], "%s: hist[%d]", name, k);
+    int64_t L = x->force_chunk > 0 ? x->force_chunk : ref->blocks / ((int64_t)x->sm_count * 24);
+    if (x->force_chunk <= 0) {
+        L = (L + 7) / 8 * 8;
+        L = L < 16 ? 16 : L > 128 ? 128 : L;
+    }
+    cr_assert_eq(x->chunk_blocks, L, "%s: chunk length %d, expected %lld", name, x->chunk_blocks,
+                 (long long)L);
+    tc_chunk *ch = from_device(x->chunks, sizeof *ch * (size_t)x->nchunks);
+    int32_t *sp = from_device(x->split_windows, sizeof *sp * (size_t)x->nsplit);
+    int64_t k = 0, q = 0;
+    for (int64_t w = 0; w < ref->windows; w++) {
+        int64_t b = ref->win_off[w], e = ref->win_off[w + 1];
+        const int split = e - b > L;
+        if (split) {
+            cr_assert_lt(q, x->nsplit, "%s: too few split windows", name);
+            cr_assert_eq(sp[q], w, "%s: split window %lld", name, (long long)q);
+            q++;
+        }
+        do {
+            int64_t end = e - b > L ? b + L : e;
+            cr_assert_lt(k, x->nchunks, "%s: too few chunks", name);
+            cr_assert(ch[k].win == w && ch[k].begin == b && ch[k].end == end && ch[k].split == split,
+                      "%s: chunk %lld is {%d, %d, %d, %d}, expected {%lld, %lld, %lld, %d}", name,
+                      (long long)k, ch[k].win, ch[k].begin, ch[k].end, ch[k].split, (long long)w,
+                      (long long)b, (long long)end, split);
+            k++;
+            b = end;
+        } while (b < e);
+    }
+    cr_assert_eq(k, x->nchunks, "%s: %d chunks, expected %lld", name, x->nchunks, (long long)k);
+    cr_assert_eq(q, x->nsplit, "%s: %d split windows, expected %lld", name, x->nsplit, (long long)q);
+    free(ch);
+    free(sp);
+}
+
 /* Converts on both sides and compares every array. */
 static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, const char *name)
 {
@@ -97,12 +143,13 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
                            .indices_64 = is64, .base = base};
     tc_dev_metcf g;
     char err[256];
-    int32_t *hwin = malloc(sizeof *hwin * (size_t)(ref.windows + 1));
-    cr_assert_eq(tc_convert_gpu(&in, &g, hwin, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
+    /* the schedule with the default chunk length (this device's SM count) and a forced one */
+    static int force_next;
+    tc_convert_extra x = {.sm_count = 132, .force_chunk = force_next, .keep_scratch = 1 << 20};
+    force_next = force_next == 0 ? 3 : 0;
+    cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
                  name, err);
-    for (int64_t w = 0; w <= ref.windows; w++)
-        cr_assert_eq(hwin[w], ref.win_off[w], "%s: host copy of win_off[%lld]", name, (long long)w);
-    free(hwin);
+    check_extra(&ref, &x, name);
     cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
     cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
     int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
@@ -174,10 +221,12 @@ Test(gpu_convert, rejects_bad_structure)
         tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = 3, .nnz = 4,
                                .offsets = d_off, .indices = d_col};
         tc_dev_metcf g;
+        tc_convert_extra x = {.sm_count = 132};
         char err[256] = "";
-        cr_assert_eq(tc_convert_gpu(&in, &g, NULL, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
                      "%s accepted", cases[i].what);
         cr_assert(err[0] != '\0');
+        cr_assert_null(g.win_off, "%s: a plan was left allocated", cases[i].what);
         cudaFree(d_off); cudaFree(d_col);
     }
 }
