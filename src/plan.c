@@ -30,8 +30,8 @@ static size_t tc_cache_bytes, tc_cache_limit = SIZE_MAX;
 static int64_t tc_cache_plans, tc_cache_evictions, tc_fault_left;
 static int tc_cache_configured;
 /* Conversion scratch the device may keep pooled between plan builds (TCSPARSE_CONVERT_KEEP,
- * default 256 MiB: a 8M-nonzero matrix's scratch); kernels/convert/convert_launch.cu. */
-#define TC_SCRATCH_KEEP_DEFAULT ((size_t)256 << 20)
+ * default 64 MiB: about the scratch of a 2M-nonzero matrix); kernels/convert/convert_launch.cu. */
+#define TC_SCRATCH_KEEP_DEFAULT ((size_t)64 << 20)
 static size_t tc_scratch_keep = TC_SCRATCH_KEEP_DEFAULT;
 
 int64_t tc_parse_bytes(const char *s)
