@@ -54,10 +54,12 @@ __global__ void check_offsets(const void *off, int is64, int64_t dim, int64_t nn
 // Key 1 = window << (cbits + 4) | col << 4 | row & 15; value = position in caller's arrays.
 // With row_new (a permutation of the rows), row r is placed at row row_new[r]: the value is
 // still the caller's position, so val_idx needs no remapping.
+// Keys fit 32 bits when window and column bits together do (K = unsigned): half the bytes
+// through the sort.
+template <class K>
 __global__ void make_keys(int fmt_csr, int fmt_csc, const void *off, int off64, const void *idx,
                           int idx64, int64_t rows, int64_t cols, int64_t nnz, int base, int cbits,
-                          const int32_t *row_new, unsigned long long *keys, int32_t *vals,
-                          int *flags)
+                          const int32_t *row_new, K *keys, int32_t *vals, int *flags)
 {
     int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= nnz)
@@ -80,9 +82,16 @@ __global__ void make_keys(int fmt_csr, int fmt_csc, const void *off, int off64, 
     }
     if (row_new != nullptr)
         r = row_new[r];
-    keys[e] = ((unsigned long long)(r >> 4) << (cbits + 4)) | ((unsigned long long)c << 4) |
-              (unsigned long long)(r & 15);
+    keys[e] = (K)(((unsigned long long)(r >> 4) << (cbits + 4)) | ((unsigned long long)c << 4) |
+                  (unsigned long long)(r & 15));
     vals[e] = (int32_t)e;
+}
+
+__global__ void widen_keys(const unsigned *k32, int64_t nnz, unsigned long long *keys)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nnz)
+        keys[i] = k32[i];
 }
 
 // head[i] = 1 where a new (window, column) starts; duplicates flagged.

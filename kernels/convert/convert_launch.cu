@@ -144,6 +144,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     cbits = bits_for(in->cols > 1 ? in->cols : 2);
     shift = cbits + 4;
     wbits = bits_for(windows > 1 ? windows : 2);
+    const bool narrow = shift + wbits <= 32; // the sort's keys fit 32 bits
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
     // and d <= its nonzeros; every window has at least one chunk and a window of b >= 1
     // blocks at most 1 + (b - 1) / length of them.
@@ -182,7 +183,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         if (nnz > 0) {
             cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
             cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
-            TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, a, dk, dv, nnz, 0, 64, s), "sizing sort");
+            if (narrow) {
+                cub::DoubleBuffer<unsigned> d32(nullptr, nullptr);
+                TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, a, d32, dv, nnz, 0, 32, s),
+                      "sizing sort");
+            } else {
+                TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, a, dk, dv, nnz, 0, 64, s),
+                      "sizing sort");
+            }
             TC_CU(cub::DeviceScan::InclusiveSum(nullptr, b, (int32_t *)nullptr, (int32_t *)nullptr,
                                                 nnz, s), "sizing scan");
         }
@@ -223,15 +231,29 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         if (csr || csc)
             check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
                                                              nnz, in->base, &sum->flags);
-        make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
-                                                 in->indices, in->indices_64, in->rows, in->cols,
-                                                 nnz, in->base, cbits, in->row_new, k0, v0,
-                                                 &sum->flags);
-        TC_CU(cudaGetLastError(), "launching make_keys");
         cub::DoubleBuffer<unsigned long long> dk(k0, k1);
         cub::DoubleBuffer<int32_t> dv(v0, v1);
-        TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0, shift + wbits, s),
-              "sorting by column");
+        if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
+            unsigned *k32 = reinterpret_cast<unsigned *>(k1);
+            make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
+                                                     in->indices, in->indices_64, in->rows,
+                                                     in->cols, nnz, in->base, cbits, in->row_new,
+                                                     k32, v0, &sum->flags);
+            TC_CU(cudaGetLastError(), "launching make_keys");
+            cub::DoubleBuffer<unsigned> d32(k32, k32 + nnz);
+            TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, d32, dv, nnz, 0, shift + wbits, s),
+                  "sorting by column");
+            widen_keys<<<grid_for(nnz, T), T, 0, s>>>(d32.Current(), nnz, k0);
+            TC_CU(cudaGetLastError(), "launching widen_keys");
+        } else {
+            make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
+                                                     in->indices, in->indices_64, in->rows,
+                                                     in->cols, nnz, in->base, cbits, in->row_new,
+                                                     k0, v0, &sum->flags);
+            TC_CU(cudaGetLastError(), "launching make_keys");
+            TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0, shift + wbits, s),
+                  "sorting by column");
+        }
         TC_CU(alloc_plan(), "allocating the plan");
         const unsigned long long *ks = dk.Current();
         const int32_t *vs = dv.Current();
