@@ -132,7 +132,9 @@ tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char
 /* Name of the kernel tc_spmm_launch would run, for logs. */
 const char *tc_spmm_kernel_name(const tc_spmm_args *a);
 /* Warps per thread block and the maximum number of resident thread blocks per SM of the
- * kernel tc_spmm_launch would run (for the selector's schedule simulation). */
+ * kernel tc_spmm_launch would run (for the selector's schedule simulation).  Reads the
+ * types, N, chunks != NULL and, when plan is not NULL, the plan's windows and blocks (which
+ * kernel form runs: spmm_launch.cu, pipe_wanted). */
 tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
                                    int *blocks_per_sm);
 

@@ -176,6 +176,7 @@ static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
     static const tc_chunk any_chunk = {0, 0, 0, 0};
     tc_spmm_args a = {0};
     a.N = C->cols;
+    a.plan = &plan->dev; /* the launcher's choice of kernel reads the plan's shape */
     a.ab_type = tc_route_ab_type(A->value_type);
     a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32;

@@ -56,22 +56,40 @@ int cta_warps(const tc_spmm_args *a)
 }
 
 // Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel.
-// The pipelined kernel is opt-in (TCSPARSE_SPMM_PIPE=1): on the H100 it was 1.1-1.3x faster
-// on R-MAT, uniform 2^20 x 16 and PROTEINS replicas but 1.2x slower on uniform 2^18 x 256,
-// the selector's SpMM model was fitted to the other kernel, and it has not yet been through
-// compute-sanitizer (docs/performance.md, "Fifth session").  Every shape and type has it.  TCSPARSE_SPMM_PIPE_STAGES
-// = 6 or 8 deepens the ring (a tuning knob for tcsparse-bench; a depth whose shared memory
-// would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).  Reads only the types and J,
-// as tc_spmm_occupancy promises the selector.
-template <class P, int J>
-int pipe_stages()
+// TCSPARSE_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs where it was faster
+// over the H100's large and small suites (docs/performance.md, "Sixth session"): plain TF32,
+// 96 <= N <= 320, and windows of at most 48 blocks on average (geomean 1.09-1.10x on the
+// large suite, 1.02-1.07x on the small one, no large input slower).  It lost with 3xTF32
+// (0.86-1.07x), FP16 (0.76-1.05x), N = 32, N = 512 (1.01x) and long windows (uniform 2^18 x
+// 256, BlogCatalog and ogbl-ddi: 0.82-0.94x).  TCSPARSE_SPMM_PIPE_STAGES = 6 or 8 deepens the
+// ring (a tuning knob for tcsparse-bench; a depth whose shared memory would pass 48 KB,
+// FP32 J = 8 with 6 or 8, keeps the default).
+enum { kPipeAuto = -1, kPipeNever = 0, kPipeAlways = 1 };
+
+int pipe_mode()
 {
-    static const bool enabled = [] {
+    static const int mode = [] {
         const char *e = getenv("TCSPARSE_SPMM_PIPE");
-        return e != nullptr && atoi(e) != 0;
+        return e == nullptr || *e == '\0' ? kPipeAuto : atoi(e) != 0 ? kPipeAlways : kPipeNever;
     }();
+    return mode;
+}
+
+bool pipe_wanted(const tc_spmm_args *a)
+{
+    const int mode = pipe_mode();
+    if (mode != kPipeAuto)
+        return mode == kPipeAlways;
+    const tc_dev_metcf *m = a->plan;
+    return m != nullptr && a->ab_type == TC_T_F32 && a->tf32 && a->N >= 96 && a->N <= 320 &&
+           (int64_t)m->blocks <= 48 * (int64_t)m->windows;
+}
+
+template <class P, int J>
+int pipe_stages(bool wanted)
+{
     static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
-    if (!enabled)
+    if (!wanted)
         return 0;
     const int S = forced == 6 || forced == 8 ? forced : spmm::kPipeStages;
     return spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, S) <= spmm::kPipeSmemLimit
@@ -89,9 +107,9 @@ struct Pick {
 // names: the other kernel's, then the pipelined one's with the default ring ("..._pipe"), 6
 // and 8 slots ("..._pipe6", "..._pipe8").
 template <class P, class CT, int J>
-Pick pick_of(bool balanced, int warps, const char *const (&names)[4])
+Pick pick_of(bool balanced, int warps, bool pipe, const char *const (&names)[4])
 {
-    const int S = pipe_stages<P, J>();
+    const int S = pipe_stages<P, J>(pipe);
     return Pick{balanced ? fn_of<P, CT, J, true>(S) : fn_of<P, CT, J, false>(S),
                 names[S == 0 ? 0 : S == 6 ? 2 : S == 8 ? 3 : 1],
                 S == 0 ? 0 : (size_t)spmm::pipe_smem_bytes<P, J>(warps, S)};
@@ -110,20 +128,20 @@ Pick pick_kernel(const tc_spmm_args *a, bool balanced)
     static const char *const bf_f[4] = TC_SPMM_NAMES("tc_spmm_bf16_f32out");
     static const char *const bf_bf[4] = TC_SPMM_NAMES("tc_spmm_bf16");
     const int j = pick_j(a), w = cta_warps(a);
-    const bool cf = a->c_type == TC_T_F32;
+    const bool cf = a->c_type == TC_T_F32, pp = pipe_wanted(a);
     switch (a->ab_type) {
     case TC_T_F32:
         if (a->tf32)
-            return j == 4 ? pick_of<Tf32, float, 4>(balanced, w, tf32_4)
-                          : pick_of<Tf32, float, 8>(balanced, w, tf32_8);
-        return j == 4 ? pick_of<Tf32x3, float, 4>(balanced, w, x3_4)
-                      : pick_of<Tf32x3, float, 8>(balanced, w, x3_8);
+            return j == 4 ? pick_of<Tf32, float, 4>(balanced, w, pp, tf32_4)
+                          : pick_of<Tf32, float, 8>(balanced, w, pp, tf32_8);
+        return j == 4 ? pick_of<Tf32x3, float, 4>(balanced, w, pp, x3_4)
+                      : pick_of<Tf32x3, float, 8>(balanced, w, pp, x3_8);
     case TC_T_F16:
-        return cf ? pick_of<F16, float, 8>(balanced, w, h_f)
-                  : pick_of<F16, __half, 8>(balanced, w, h_h);
+        return cf ? pick_of<F16, float, 8>(balanced, w, pp, h_f)
+                  : pick_of<F16, __half, 8>(balanced, w, pp, h_h);
     case TC_T_BF16:
-        return cf ? pick_of<Bf16, float, 8>(balanced, w, bf_f)
-                  : pick_of<Bf16, __nv_bfloat16, 8>(balanced, w, bf_bf);
+        return cf ? pick_of<Bf16, float, 8>(balanced, w, pp, bf_f)
+                  : pick_of<Bf16, __nv_bfloat16, 8>(balanced, w, pp, bf_bf);
     }
     return Pick{nullptr, "unknown", 0};
 }
