@@ -134,7 +134,7 @@ const char *tc_spmm_kernel_name(const tc_spmm_args *a);
 /* Warps per thread block and the maximum number of resident thread blocks per SM of the
  * kernel tc_spmm_launch would run (for the selector's schedule simulation).  Reads the
  * types, N, chunks != NULL and, when plan is not NULL, the plan's windows and blocks (which
- * kernel form runs: spmm_launch.cu, pipe_wanted). */
+ * kernel form runs: spmm_launch.cu, pipe_wanted); with plan NULL, the CTA kernel's. */
 tcsparseStatus_t tc_spmm_occupancy(const tc_spmm_args *a, int *warps_per_block,
                                    int *blocks_per_sm);
 

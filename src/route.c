@@ -176,7 +176,11 @@ static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
     static const tc_chunk any_chunk = {0, 0, 0, 0};
     tc_spmm_args a = {0};
     a.N = C->cols;
-    a.plan = &plan->dev; /* the launcher's choice of kernel reads the plan's shape */
+    /* a.plan stays NULL: the occupancy is that of the CTA kernel the model was fitted to,
+     * also where the pipelined kernel will run (spmm_launch.cu, pipe_wanted: only where it
+     * was measured as fast or faster); with the pipelined kernel's own occupancy (fewer
+     * resident blocks) the model predicted it slower and routed mdual at N = 128 to
+     * cuSPARSE (regret 1.30 on the H100) */
     a.ab_type = tc_route_ab_type(A->value_type);
     a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32;
