@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Refits the selector's cost model (src/select.c) to the H100 measurements in docs/results.
 
-usage: fit_model.py [--build DIR] [--data DIR] [--update] [--threshold T] [--margin M]
-                    [--alg3-max-us U] [--alg3-margin A] [-v]
+usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--threshold T]
+                    [--margin M] [--alg3-max-us U] [--alg3-margin A] [-v]
 
   --build DIR   build directory holding bench/tcsparse-select-features and
                 tools/tcsparse-inspect (default: the current directory)
   --data DIR    the shared matrices ($DATA/ of the suites; default ../shared/data next to the
                 source tree, else /work/shared/data)
   --update      rewrite the coefficient block of src/select.c in place (else print it)
+  --compiled    evaluate the coefficients in src/select.c on the data instead of fitting
   --threshold   balance threshold to evaluate (default: the one compiled in, read from
                 src/select.h)
   --margin      gain margin to evaluate (default: TC_SEL_GAIN_MARGIN and _SDDMM of
@@ -43,8 +44,12 @@ SPMM_FILES = ['large-h100.csv', 'small-h100.csv', 'large-f16-h100.csv',
               'sel-small-h100.csv', 'sel-small-f16-h100.csv',
               'sel2-large-h100.csv', 'sel2-small-h100.csv', 'sel2-small-f16-h100.csv',
               'sel3-small-h100.csv', 'sel5-large-h100.csv', 'sel5-small-h100.csv',
-              'sel5-small-f16-h100.csv']
-SPMM_CURRENT_BALANCED = {'sel5-large-h100.csv', 'sel5-small-h100.csv', 'sel5-small-f16-h100.csv',
+              'sel5-small-f16-h100.csv', 'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv']
+# Since the sixth session plain TF32 at 96 <= N <= 320 runs the pipelined SpMM kernel on
+# short windows (kernels/spmm/spmm_launch.cu, pipe_wanted): those cases are taken only from
+# the runs made with that rule.
+SPMM_PIPE_RULE = {'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv'}
+SPMM_CURRENT_BALANCED = {'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv','sel5-large-h100.csv', 'sel5-small-h100.csv', 'sel5-small-f16-h100.csv',
                          'sel2-large-h100.csv', 'sel2-small-h100.csv',
                          'sel2-small-f16-h100.csv', 'sel3-small-h100.csv',
                          'large-atomics-h100.csv', 'small-atomics-h100.csv',
@@ -77,6 +82,9 @@ def load_runs(files, kdim):
             key = (norm_input(r['input']), int(r[kdim]), r['prec'])
             per.setdefault(key, {})[r['variant']] = float(r['ms']) * 1e3  # us
         for key, v in per.items():
+            if (kdim == 'N' and f not in SPMM_PIPE_RULE and key[2] == 'tf32' and
+                    96 <= key[1] <= 320):
+                continue
             runs[key] = (f, v)
     return runs
 
@@ -236,6 +244,14 @@ def header_value(name):
     return None
 
 
+def compiled_block(name):
+    """The rows of one coefficient array in src/select.c."""
+    src = open(os.path.join(SRC, 'src', 'select.c')).read()
+    a = src.index('static const double %s[' % name)
+    body = src[src.index('{', src.index('=', a)) + 1:src.index('};', a)]
+    return [[float(x) for x in row.split(',')] for row in re.findall(r'\{([^{}]*)\}', body)]
+
+
 def fmt_block(name, coefs, comment):
     s = 'static const double %s[%d][%s] = { /* %s */\n' % (
         name, len(coefs), 'TC_SEL_NX' if len(coefs[0]) == NX else 'TC_SEL_NY', comment)
@@ -255,7 +271,7 @@ def main():
         if args[i] in opt:
             opt[args[i]] = args[i + 1]
             i += 2
-        elif args[i] in ('--update', '-v'):
+        elif args[i] in ('--update', '--compiled', '-v'):
             flags.add(args[i])
             i += 1
         else:
@@ -314,6 +330,15 @@ def main():
             tc_coef[2] = tc_coef[1]
         if cu_coef[2] is None:
             cu_coef[2] = cu_coef[4]
+        if '--compiled' in flags:
+            pre = 'spmm' if op == 0 else 'sddmm'
+            tc_coef = compiled_block('tc_coef_' + pre)
+            cu = compiled_block('cu_coef_' + pre)
+            cu_coef = {4: cu[0], 2: cu[1]}
+            if op == 0:
+                c3 = compiled_block('cu3_coef_spmm')
+                cu3_coef = {4: c3[0], 2: c3[1]}
+            print('  (--compiled: the coefficients of src/select.c, not a fit)')
         print('== %s: %d cases' % (opname, len(cases)))
         for p, name in enumerate(('3xtf32', 'tf32', '16-bit')):
             if tc_rows[p]:
