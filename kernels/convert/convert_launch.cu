@@ -140,6 +140,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
     windows = (int32_t)((in->rows + 15) / 16);
+    // The kernels below run before the validation flags are read; every index they derive
+    // stays inside the arrays for any input (keys are built from clamped rows and columns),
+    // except with no window at all to place nonzeros in.
+    if ((windows == 0 || in->cols == 0) && nnz > 0) {
+        snprintf(err, errlen, "ME-TCF conversion on the GPU: a %lld x %lld matrix cannot hold "
+                 "%lld nonzeros", (long long)in->rows, (long long)in->cols, (long long)nnz);
+        return TCSPARSE_STATUS_INVALID_VALUE;
+    }
     m.rows = in->rows; m.cols = in->cols; m.nnz = nnz; m.windows = windows;
     cbits = bits_for(in->cols > 1 ? in->cols : 2);
     shift = cbits + 4;

@@ -232,6 +232,22 @@ Test(gpu_convert, rejects_bad_structure)
         cr_assert_null(g.win_off, "%s: a plan was left allocated", cases[i].what);
         cudaFree(d_off); cudaFree(d_col);
     }
+    /* no row (or no column) to hold the nonzeros: refused before anything runs */
+    {
+        int32_t off0[1] = {0}, col0[2] = {0, 0};
+        void *d_off = to_device(off0, sizeof off0), *d_col = to_device(col0, sizeof col0);
+        tc_convert_input in = {.format = TCSPARSE_FORMAT_COO, .rows = 0, .cols = 3, .nnz = 2,
+                               .offsets = d_col, .indices = d_col};
+        tc_dev_metcf g;
+        tc_convert_extra x = {.sm_count = 132};
+        char err[256] = "";
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE);
+        in.rows = 3;
+        in.cols = 0;
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE);
+        cr_assert(err[0] != '\0');
+        cudaFree(d_off); cudaFree(d_col);
+    }
 }
 
 Test(gpu_convert, shared_matrices, .timeout = 900)
