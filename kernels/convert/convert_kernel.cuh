@@ -9,7 +9,7 @@
 
 namespace tc {
 
-enum : int { kBadOffsets = 1, kBadIndex = 2, kDuplicate = 4 };
+enum : int { kBadOffsets = 1, kBadIndex = 2, kDuplicate = 4, kScheduleBound = 8 };
 
 template <class I>
 __device__ __forceinline__ int64_t ld_index(const void *p, int64_t i)
@@ -252,7 +252,8 @@ __global__ void window_stats(const int32_t *win_off, int32_t windows, int sm_cou
     if (w < windows) {
         const int32_t nb = win_off[w + 1] - win_off[w];
         const int32_t ch = chunk_len(win_off[windows], sm_count, force);
-        const unsigned long long c = nb == 0 ? 1 : (unsigned long long)((nb + ch - 1) / ch);
+        const unsigned long long c =
+            nb == 0 ? 1 : (unsigned long long)(((int64_t)nb + ch - 1) / ch);
         packed[w] = c << 32 | (unsigned long long)(c > 1);
         atomicAdd(&h[hist_bucket(nb)], 1ull);
         if (nb == 0)
@@ -283,6 +284,8 @@ __global__ void write_chunks(const int32_t *win_off, const unsigned long long *p
     const int32_t ch = chunk_len(blocks, sm_count, force);
     const int64_t nch = (int64_t)(pscan[windows] >> 32);
     if (t == 0) {
+        if (nch > slots) // the launcher's bound assumed a shorter schedule: refuse, never truncate
+            atomicOr(&sum->flags, kScheduleBound);
         sum->blocks = blocks;
         sum->chunk_blocks = ch;
         sum->nchunks = (int32_t)nch;

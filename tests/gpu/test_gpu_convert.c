@@ -143,10 +143,13 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
                            .indices_64 = is64, .base = base};
     tc_dev_metcf g;
     char err[256];
-    /* the schedule with the default chunk length (this device's SM count) and a forced one */
-    static int force_next;
-    tc_convert_extra x = {.sm_count = 132, .force_chunk = force_next, .keep_scratch = 1 << 20};
-    force_next = force_next == 0 ? 3 : 0;
+    /* the schedule under each configuration in turn: the default chunk length for 132 SMs
+     * (16 on these sizes), for 1 and 2 SMs (longer chunks, up to the cap of 128), and
+     * forced lengths of 3 and 1 */
+    static const struct { int sm; int32_t force; } cfg[] = {{132, 0}, {132, 3}, {1, 0}, {2, 0}, {132, 1}};
+    static unsigned next;
+    const unsigned c = next++ % (sizeof cfg / sizeof cfg[0]);
+    tc_convert_extra x = {.sm_count = cfg[c].sm, .force_chunk = cfg[c].force, .keep_scratch = 1 << 20};
     cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
                  name, err);
     check_extra(&ref, &x, name);
@@ -185,11 +188,12 @@ static void all_variants(const tc_csr *m, const char *name)
 Test(gpu_convert, generated)
 {
     TC_REQUIRE_GPU();
-    /* the last two need more than 32 bits of sort key (window and column bits), the others
-     * take the conversion's 32-bit sort */
+    /* the last two need more than 32 bits of sort key (window and column bits), 65536 x
+     * 65536 exactly 32, the others fewer (the conversion's 32-bit sort) */
     static const char *specs[] = {"rmat:12:8", "uniform:1001:333:7", "banded:2049:9",
                                   "blocks:4000:16:200", "rmat:4:2", "uniform:17:5:3",
-                                  "uniform:70000:70000:2", "uniform:3000:100000000:3"};
+                                  "uniform:65536:65536:2", "uniform:70000:70000:2",
+                                  "uniform:3000:100000000:3"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256];
@@ -229,8 +233,28 @@ Test(gpu_convert, rejects_bad_structure)
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
                      "%s accepted", cases[i].what);
         cr_assert(err[0] != '\0');
-        cr_assert_null(g.win_off, "%s: a plan was left allocated", cases[i].what);
         cudaFree(d_off); cudaFree(d_col);
+    }
+    /* COO and CSC, 64-bit indices: a negative row, a column past the end, bad column offsets */
+    {
+        int64_t rows_neg[4] = {0, -1, 2, 2}, cols_ok[4] = {0, 1, 1, 2}, rows_ok[4] = {0, 1, 2, 2};
+        int64_t cols_big[4] = {0, 1, 1, 7}, coff_bad[4] = {0, 3, 1, 4}, ridx[4] = {0, 1, 2, 0};
+        struct { tcsparseFormat_t f; const int64_t *o, *i; size_t no; const char *what; } c64[] = {
+            {TCSPARSE_FORMAT_COO, rows_neg, cols_ok, 4, "COO negative row"},
+            {TCSPARSE_FORMAT_COO, rows_ok, cols_big, 4, "COO column past the end"},
+            {TCSPARSE_FORMAT_CSC, coff_bad, ridx, 4, "CSC decreasing offsets"}};
+        for (int i = 0; i < 3; i++) {
+            void *d_off = to_device(c64[i].o, 8 * c64[i].no), *d_idx = to_device(c64[i].i, 8 * 4);
+            tc_convert_input in = {.format = c64[i].f, .rows = 3, .cols = 3, .nnz = 4,
+                                   .offsets = d_off, .indices = d_idx, .offsets_64 = 1,
+                                   .indices_64 = 1};
+            tc_dev_metcf g;
+            tc_convert_extra x = {.sm_count = 132};
+            char err[256] = "";
+            cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
+                         TCSPARSE_STATUS_INVALID_VALUE, "%s accepted", c64[i].what);
+            cudaFree(d_off); cudaFree(d_idx);
+        }
     }
     /* no row (or no column) to hold the nonzeros: refused before anything runs */
     {
