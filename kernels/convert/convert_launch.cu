@@ -179,9 +179,12 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     wbits = bits_for(windows > 1 ? windows : 2);
     const bool narrow = shift + wbits <= 32; // the sort's keys fit 32 bits
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
-    // and d <= its nonzeros; every window has at least one chunk and a window of b >= 1
-    // blocks at most 1 + (b - 1) / length of them.
+    // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
+    // of few columns, whose windows are dense); every window has at least one chunk and a
+    // window of b >= 1 blocks at most 1 + (b - 1) / length of them.
     bub = (nnz + 7 * (windows < nnz ? (int64_t)windows : nnz)) / 8;
+    if ((int64_t)windows * ((in->cols + 7) / 8) < bub)
+        bub = (int64_t)windows * ((in->cols + 7) / 8);
     slots = (int64_t)windows + bub / (xo->force_chunk > 0 ? xo->force_chunk : 16) + 1;
     if (bub >= (1ll << 31) - 1 || slots >= (1ll << 31) - 1) {
         snprintf(err, errlen, "ME-TCF conversion on the GPU: %lld nonzeros exceed the int32 "
