@@ -61,29 +61,27 @@ int64_t tc_parse_bytes(const char *s)
     return (int64_t)(v << shift);
 }
 
+/* A byte count from the environment (K, M, G suffixes), or dflt when unset, empty or
+ * unreadable (then with a one-line message saying what happens instead). */
+static size_t tc_env_bytes(const char *name, size_t dflt, const char *otherwise)
+{
+    const char *e = getenv(name);
+    if (e == NULL || e[0] == '\0')
+        return dflt;
+    int64_t v = tc_parse_bytes(e);
+    if (v >= 0 && (uint64_t)v < SIZE_MAX)
+        return (size_t)v;
+    fprintf(stderr, "tcsparse: %s='%s' is not a byte count (digits with an optional K, M or "
+                    "G); %s\n", name, e, otherwise);
+    return dflt;
+}
+
 /* Reads the environment; the caller holds tc_cache_mu. */
 static void tc_cache_configure_locked(void)
 {
-    const char *e = getenv("TCSPARSE_CACHE_BYTES");
-    tc_cache_limit = SIZE_MAX;
-    if (e != NULL && e[0] != '\0') {
-        int64_t v = tc_parse_bytes(e);
-        if (v >= 0 && (uint64_t)v < SIZE_MAX)
-            tc_cache_limit = (size_t)v;
-        else
-            fprintf(stderr, "tcsparse: TCSPARSE_CACHE_BYTES='%s' is not a byte count (digits "
-                            "with an optional K, M or G); the plan cache is unlimited\n", e);
-    }
-    const char *k = getenv("TCSPARSE_CONVERT_KEEP");
-    tc_scratch_keep = TC_SCRATCH_KEEP_DEFAULT;
-    if (k != NULL && k[0] != '\0') {
-        int64_t v = tc_parse_bytes(k);
-        if (v >= 0 && (uint64_t)v < SIZE_MAX)
-            tc_scratch_keep = (size_t)v;
-        else
-            fprintf(stderr, "tcsparse: TCSPARSE_CONVERT_KEEP='%s' is not a byte count (digits "
-                            "with an optional K, M or G); keeping the default\n", k);
-    }
+    tc_cache_limit = tc_env_bytes("TCSPARSE_CACHE_BYTES", SIZE_MAX, "the plan cache is unlimited");
+    tc_scratch_keep = tc_env_bytes("TCSPARSE_CONVERT_KEEP", TC_SCRATCH_KEEP_DEFAULT,
+                                   "keeping the default");
     const char *f = getenv("TCSPARSE_FAULT_PLAN_ALLOC");
     tc_fault_left = f != NULL ? strtoll(f, NULL, 10) : 0;
     if (tc_fault_left < 0)

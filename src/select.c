@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "select.h"
+#include "../kernels/metcf_rules.h"
 
 /* Simulated instances are thinned to about this many thread blocks (each class of windows
  * and the slots divided by one factor), but never below TC_SEL_MIN_SLOTS slots, so the tail
@@ -214,10 +215,7 @@ double tc_select_grid_makespan(const tc_sel_profile *p, const tc_sel_grid *g, do
 
 int64_t tc_select_default_chunk_blocks(int64_t blocks, int sm_count)
 {
-    /* plan.c: about four waves of chunks, a multiple of 8 in [16, 128] */
-    int64_t want = blocks / ((int64_t)(sm_count > 0 ? sm_count : 132) * 24);
-    want = (want + 7) / 8 * 8;
-    return want < 16 ? 16 : want > 128 ? 128 : want;
+    return tc_default_chunk_blocks(blocks, sm_count); /* the conversion's rule */
 }
 
 /* Resident thread blocks per SM on the H100 (65536 registers, 64 warps, 32 blocks, 228 KB

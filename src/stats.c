@@ -1,18 +1,7 @@
 /* Statistics of a built ME-TCF and its reconstruction to CSR (the test oracle's inverse). */
 #include <string.h>
 #include "metcf.h"
-
-/* Histogram bucket of a window with b blocks: 0, 1, 2, 3-4, 5-8, ..., i.e. 1 + ceil(log2 b)
- * for b >= 1, the last bucket open-ended. */
-static int hist_bucket(int64_t b)
-{
-    if (b <= 0)
-        return 0;
-    int k = 1;
-    for (int64_t cap = 1; cap < b && k < 15; cap <<= 1)
-        k++;
-    return k;
-}
+#include "../kernels/metcf_rules.h"
 
 void tc_metcf_stats_from_counts(const tc_metcf_counts *c, tcsparseMetcfStats_t *st)
 {
@@ -52,7 +41,7 @@ void tc_metcf_stats(const tc_metcf *m, tcsparseMetcfStats_t *st)
             c.empty_windows++;
         if (b > c.max_blocks_per_window)
             c.max_blocks_per_window = b;
-        c.hist[hist_bucket(b)]++;
+        c.hist[tc_hist_bucket(b)]++;
     }
     tc_metcf_stats_from_counts(&c, st);
 }

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include "../kernels.h"
+#include "../metcf_rules.h"
 
 namespace tc {
 
@@ -212,26 +213,10 @@ struct summary {
     unsigned long long empty, maxb, hist[16];
 };
 
-// Histogram bucket of a window with b blocks (src/stats.c's hist_bucket).
-__device__ __forceinline__ int hist_bucket(int64_t b)
-{
-    if (b <= 0)
-        return 0;
-    int k = 1;
-    for (int64_t cap = 1; cap < b && k < 15; cap <<= 1)
-        k++;
-    return k;
-}
-
-// src/select.c's tc_select_default_chunk_blocks: about four waves of chunks, a multiple of 8
-// in [16, 128], unless forced.
+// The chunk length: forced, or the default rule (metcf_rules.h).
 __device__ __forceinline__ int32_t chunk_len(int32_t blocks, int sm_count, int32_t force)
 {
-    if (force > 0)
-        return force;
-    int64_t want = blocks / ((int64_t)(sm_count > 0 ? sm_count : 132) * 24);
-    want = (want + 7) / 8 * 8;
-    return (int32_t)(want < 16 ? 16 : want > 128 ? 128 : want);
+    return force > 0 ? force : (int32_t)tc_default_chunk_blocks(blocks, sm_count);
 }
 
 // Per window: the statistics (CTA-local histogram, then one atomic per bucket) and the
@@ -255,7 +240,7 @@ __global__ void window_stats(const int32_t *win_off, int32_t windows, int sm_cou
         const unsigned long long c =
             nb == 0 ? 1 : (unsigned long long)(((int64_t)nb + ch - 1) / ch);
         packed[w] = c << 32 | (unsigned long long)(c > 1);
-        atomicAdd(&h[hist_bucket(nb)], 1ull);
+        atomicAdd(&h[tc_hist_bucket(nb)], 1ull);
         if (nb == 0)
             atomicAdd(&empty, 1ull);
         atomicMax(&maxb, (unsigned long long)nb);
