@@ -27,13 +27,22 @@ std::mutex pool_mu;
 cudaMemPool_t pools[64];
 bool pool_tried[64];
 
-cudaMemPool_t scratch_pool(size_t keep)
+// The current device as an index into pools, or -1.
+int pool_device()
 {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
         (void)cudaGetLastError();
-        return nullptr;
+        return -1;
     }
+    return dev;
+}
+
+cudaMemPool_t scratch_pool(size_t keep)
+{
+    const int dev = pool_device();
+    if (dev < 0)
+        return nullptr;
     std::lock_guard<std::mutex> g(pool_mu);
     if (!pool_tried[dev]) {
         pool_tried[dev] = true;
@@ -60,11 +69,9 @@ size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 // cudaDeviceReset, for one) is looked up again on the next conversion.
 void scratch_pool_forget()
 {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
+    const int dev = pool_device();
+    if (dev < 0)
         return;
-    }
     std::lock_guard<std::mutex> g(pool_mu);
     pool_tried[dev] = false;
 }
