@@ -80,10 +80,14 @@ typedef struct {
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
- *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set.  With the automatic route
- *  and TCSPARSE_SELECT=measure, tcsparseSpMM_preprocess times the tensor-core kernels and
- *  cuSPARSE once on the caller's operands (into a scratch copy of C) and later calls of the
- *  same kind (N, types, math mode) take the fastest. */
+ *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set.  With the automatic route,
+ *  the first executions of a kind of SpMM call on a matrix (N, types, math mode) run each
+ *  path the model predicts close to its fastest twice, timed with CUDA events (no
+ *  synchronisation), and later calls of that kind take the fastest; the last route's reason
+ *  reads "exploring: ..." meanwhile and "measured on K calls: ..." after.  Every one of
+ *  those executions computes the full, correct result.  TCSPARSE_SELECT=model keeps the
+ *  model's decision without measuring; TCSPARSE_SELECT=measure times the paths in
+ *  tcsparseSpMM_preprocess instead (into a scratch copy of C). */
 tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
 tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle.  The

@@ -149,6 +149,10 @@ static void tc_plan_free(struct tc_plan *p)
                 cudaSetDevice(p->device) == cudaSuccess;
     (void)cudaDeviceSynchronize();
     tc_dev_metcf_free(&p->dev); /* the schedule lives in the same allocation */
+    for (int i = 0; i < p->explore.nev; i++) { /* route.c's samples, all complete now */
+        (void)cudaEventDestroy(p->explore.ev[i][0]);
+        (void)cudaEventDestroy(p->explore.ev[i][1]);
+    }
     if (other)
         (void)cudaSetDevice(cur);
     (void)cudaGetLastError(); /* nothing of this belongs to the caller's next call */

@@ -14,7 +14,27 @@ typedef struct {
     float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
     float ms_cusparse_alg3; /* the cuSPARSE route's CSR_ALG3 (route.c); negative: not one */
     int alg3;               /* path is cuSPARSE and CSR_ALG3 was the faster algorithm */
+    int calls;              /* 0: measured at _preprocess; else the executions it took */
 } tc_measured;
+
+/* The measurement on the executions themselves (route.c, select.h): one kind of call at a
+ * time per plan.  A sample is a pair of events around one execution; its time is read back
+ * by a later call (cudaEventQuery, no synchronisation). */
+#define TC_EXPLORE_PAIRS (4 * 2) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
+typedef struct {
+    int active;
+    int64_t N;
+    int ab_type, c_type, tf32;
+    int ncand;
+    int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
+    int issued[4], done[4], dropped[4];
+    float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
+    int next;               /* next candidate to run, round robin */
+    int calls;              /* executions since the kind was first seen */
+    cudaEvent_t ev[TC_EXPLORE_PAIRS][2];
+    int ev_cand[TC_EXPLORE_PAIRS]; /* 1 + candidate index of a pending sample; 0: free */
+    int nev;                /* pairs created */
+} tc_explore;
 
 #define TC_PLAN_MEASURED 8
 
@@ -33,6 +53,7 @@ struct tc_plan {
     /* measured decisions, most recent last; the oldest is dropped when full */
     tc_measured measured[TC_PLAN_MEASURED];
     int nmeasured;
+    tc_explore explore;
     /* the cache (plan.c): device bytes, owning descriptor, place in the global LRU list */
     size_t bytes;
     struct tcsparseSpMatDescr *owner;

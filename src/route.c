@@ -167,6 +167,59 @@ static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_p
     return NULL;
 }
 
+/* A time for the reason text: milliseconds, or "-" where the path was not a candidate. */
+static void tc_ms_text(char *out, size_t n, float ms)
+{
+    if (ms < 0.0f)
+        snprintf(out, n, "-");
+    else
+        snprintf(out, n, "%.3f ms", ms);
+}
+
+/* d takes the measured decision m. */
+static void tc_decision_measured(tc_decision *d, const tc_measured *m, int alg3_ok, int alg3_mode)
+{
+    d->path = m->path;
+    d->alg3 = 0;
+    d->ra.kind = 0;
+    d->ncand = 0;
+    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+    if (m->path == TCSPARSE_PATH_CUSPARSE && alg3_ok && (m->alg3 || alg3_mode == TC_ALG3_ALWAYS))
+        tc_decision_alg3(d);
+    char t[4][16], when[24];
+    tc_ms_text(t[0], sizeof t[0], m->ms_base);
+    tc_ms_text(t[1], sizeof t[1], m->ms_balanced);
+    tc_ms_text(t[2], sizeof t[2], m->ms_cusparse);
+    tc_ms_text(t[3], sizeof t[3], m->ms_cusparse_alg3);
+    if (m->calls > 0)
+        snprintf(when, sizeof when, "on %d calls", m->calls);
+    else
+        snprintf(when, sizeof when, "at preprocess");
+    snprintf(d->reason, sizeof d->reason,
+             "measured %s: base %s, balanced %s, cuSPARSE %s, CSR_ALG3 %s", when, t[0], t[1],
+             t[2], t[3]);
+}
+
+/* Appends m to the plan's measured decisions, dropping the oldest when full. */
+static void tc_measured_push(struct tc_plan *plan, const tc_measured *m)
+{
+    if (plan->nmeasured == TC_PLAN_MEASURED) {
+        memmove(&plan->measured[0], &plan->measured[1], sizeof *m * (TC_PLAN_MEASURED - 1));
+        plan->nmeasured--;
+    }
+    plan->measured[plan->nmeasured++] = *m;
+}
+
+/* TCSPARSE_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
+ * prediction, in place of TC_SEL_EXPLORE_FACTOR. */
+static double tc_explore_factor(void)
+{
+    const char *e = getenv("TCSPARSE_EXPLORE_FACTOR");
+    char *end;
+    const double f = e != NULL ? strtod(e, &end) : 0.0;
+    return e != NULL && end != e && *end == '\0' && f >= 1.0 ? f : TC_SEL_EXPLORE_FACTOR;
+}
+
 /* The selector's decision for this call: occupancy of the kernels it would launch (the
  * occupancy API; without it the H100's values), the plan's statistics and chunk length. */
 static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
@@ -220,6 +273,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     d->path = TCSPARSE_PATH_CUSPARSE;
     d->ra.kind = 0;
     d->alg3 = 0;
+    d->ncand = 0;
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -250,15 +304,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     }
     const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_find(h, *plan, B, C) : NULL;
     if (meas != NULL) {
-        d->path = meas->path;
-        d->alg3 = 0;
-        tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
-        if (meas->path == TCSPARSE_PATH_CUSPARSE && alg3_ok && (meas->alg3 || alg3_mode == TC_ALG3_ALWAYS))
-            tc_decision_alg3(d);
-        snprintf(d->reason, sizeof d->reason,
-                 "measured at preprocess: base %.3f ms, balanced %.3f ms, cuSPARSE %.3f ms, "
-                 "CSR_ALG3 %.3f ms", meas->ms_base, meas->ms_balanced, meas->ms_cusparse,
-                 meas->ms_cusparse_alg3);
+        tc_decision_measured(d, meas, alg3_ok, alg3_mode);
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
@@ -282,6 +328,8 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
                              r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, r.use_alg3,
                              r.us_cusparse_alg3};
     d->reason[0] = '\0';
+    if (route == TCSPARSE_ROUTE_AUTO && alg3_mode == TC_ALG3_MODEL)
+        d->ncand = tc_select_explore_candidates(&cfg, &r, tc_explore_factor(), d->cand, d->pred);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -416,11 +464,7 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
         m.path = TCSPARSE_PATH_TC_BALANCED;
         m.alg3 = 0;
     }
-    if (plan->nmeasured == TC_PLAN_MEASURED) {
-        memmove(&plan->measured[0], &plan->measured[1], sizeof m * (TC_PLAN_MEASURED - 1));
-        plan->nmeasured--;
-    }
-    plan->measured[plan->nmeasured++] = m;
+    tc_measured_push(plan, &m);
 done:
     tc_dnmat_cusparse_release(&scratch);
     cudaFree(scratch.values);
@@ -495,6 +539,217 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     return st;
 }
 
+/* ---- measured on the executions (select.h) ----------------------------------------------- */
+
+/* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
+static int tc_select_model_only(void)
+{
+    const char *e = getenv("TCSPARSE_SELECT");
+    return e != NULL && strcmp(e, "model") == 0;
+}
+
+static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced", "cuSPARSE",
+                                                       "cuSPARSE CSR_ALG3"};
+
+/* d runs candidate k (TC_SEL_CAND_*). */
+static void tc_decision_cand(tc_decision *d, int k)
+{
+    d->alg3 = 0;
+    d->ra.kind = 0;
+    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+    d->path = k == TC_SEL_CAND_BASE       ? TCSPARSE_PATH_TC_BASE
+              : k == TC_SEL_CAND_BALANCED ? TCSPARSE_PATH_TC_BALANCED
+                                          : TCSPARSE_PATH_CUSPARSE;
+    if (k == TC_SEL_CAND_ALG3)
+        tc_decision_alg3(d);
+}
+
+/* Reads back the samples whose second event has completed (no synchronisation). */
+static void tc_explore_harvest(tc_explore *x)
+{
+    int not_ready = 0;
+    for (int i = 0; i < x->nev; i++) {
+        if (x->ev_cand[i] == 0)
+            continue;
+        const cudaError_t e = cudaEventQuery(x->ev[i][1]);
+        if (e == cudaErrorNotReady) {
+            not_ready = 1;
+            continue;
+        }
+        const int k = x->ev_cand[i] - 1;
+        float ms = -1.0f;
+        x->ev_cand[i] = 0;
+        if (e == cudaSuccess && cudaEventElapsedTime(&ms, x->ev[i][0], x->ev[i][1]) == cudaSuccess) {
+            x->done[k]++;
+            if (x->best_ms[k] < 0.0f || ms < x->best_ms[k])
+                x->best_ms[k] = ms;
+        } else {
+            x->dropped[k] = 1; /* an error of the call's own is the caller's to see */
+        }
+    }
+    if (not_ready && cudaPeekAtLastError() == cudaErrorNotReady)
+        (void)cudaGetLastError(); /* "not yet" is no error of the caller's */
+}
+
+/* The measurement is complete: the plan keeps the fastest candidate for this kind of call
+ * (the model's choice where none was measured). */
+static void tc_explore_finish(struct tc_plan *p)
+{
+    tc_explore *x = &p->explore;
+    tc_measured m = {.N = x->N, .ab_type = x->ab_type, .c_type = x->c_type, .tf32 = x->tf32,
+                     .ms_base = -1.0f, .ms_balanced = -1.0f, .ms_cusparse = -1.0f,
+                     .ms_cusparse_alg3 = -1.0f, .calls = x->calls};
+    int best = 0; /* the model's choice */
+    float best_ms = -1.0f;
+    for (int i = 0; i < x->ncand; i++) {
+        if (x->dropped[i] || x->done[i] == 0)
+            continue;
+        const float t = x->best_ms[i];
+        float *slot = x->cand[i] == TC_SEL_CAND_BASE       ? &m.ms_base
+                      : x->cand[i] == TC_SEL_CAND_BALANCED ? &m.ms_balanced
+                      : x->cand[i] == TC_SEL_CAND_CUSPARSE ? &m.ms_cusparse
+                                                           : &m.ms_cusparse_alg3;
+        *slot = t;
+        if (best_ms < 0.0f || t < best_ms) {
+            best = i;
+            best_ms = t;
+        }
+    }
+    tc_decision d;
+    tc_decision_cand(&d, x->cand[best]);
+    m.path = d.path;
+    m.alg3 = d.alg3;
+    tc_measured_push(p, &m);
+    x->active = 0; /* the events stay for the next kind of call */
+}
+
+/* This execution's part in the measurement of its kind of call: returns the pair of events
+ * that must wrap it, with d rewritten to the candidate to run, or -1 to run d (rewritten
+ * to the measured decision when the measurement completes here). */
+static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, tc_decision *d,
+                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C, int alg3_ok)
+{
+    tc_explore *x = &p->explore;
+    const int ab = tc_route_ab_type(B->value_type), c = tc_route_ab_type(C->value_type);
+    const int tf32 = h->math == TCSPARSE_MATH_TF32;
+    if (!x->active) {
+        if (d->ncand < 2)
+            return -1; /* the model's choice has no rival worth a measurement */
+        x->active = 1;
+        x->N = C->cols;
+        x->ab_type = ab;
+        x->c_type = c;
+        x->tf32 = tf32;
+        x->ncand = d->ncand;
+        for (int i = 0; i < TC_SEL_NCAND; i++) {
+            x->cand[i] = i < d->ncand ? d->cand[i] : 0;
+            x->issued[i] = x->done[i] = x->dropped[i] = 0;
+            x->best_ms[i] = -1.0f;
+        }
+        x->next = 0;
+        x->calls = 0;
+    } else if (x->N != C->cols || x->ab_type != ab || x->c_type != c || x->tf32 != tf32) {
+        return -1; /* another kind of call is being measured: the model decides this one */
+    }
+    x->calls++;
+    tc_explore_harvest(x);
+    int pending = 0, left = 0;
+    for (int i = 0; i < x->nev; i++)
+        pending += x->ev_cand[i] != 0;
+    for (int i = 0; i < x->ncand; i++)
+        if (!x->dropped[i] && x->issued[i] < TC_SEL_EXPLORE_SAMPLES)
+            left += TC_SEL_EXPLORE_SAMPLES - x->issued[i];
+    if (left == 0 && pending == 0) {
+        tc_explore_finish(p);
+        tc_decision_measured(d, tc_measured_find(h, p, B, C), alg3_ok, TC_ALG3_MODEL);
+        return -1;
+    }
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    const int capturing = cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess ||
+                          cap != cudaStreamCaptureStatusNone;
+    int pair = -1;
+    for (int i = 0; i < x->nev && pair < 0; i++)
+        if (x->ev_cand[i] == 0)
+            pair = i;
+    if (left > 0 && !capturing && pair < 0 && x->nev < TC_EXPLORE_PAIRS) {
+        if (cudaEventCreate(&x->ev[x->nev][0]) == cudaSuccess) {
+            if (cudaEventCreate(&x->ev[x->nev][1]) == cudaSuccess)
+                pair = x->nev++;
+            else
+                (void)cudaEventDestroy(x->ev[x->nev][0]);
+        }
+        (void)cudaGetLastError(); /* without events the model decides: no error of the call's */
+    }
+    if (left == 0 || capturing || pair < 0) {
+        /* samples still in flight (or none can be taken now): the model's choice */
+        d->ra.kind = 0;
+        snprintf(d->reason, sizeof d->reason,
+                 "exploring: %d sample(s) in flight%s; model: TC %.1f us, cuSPARSE %.1f us",
+                 pending, capturing ? ", stream capturing" : "",
+                 d->pred[d->path == TCSPARSE_PATH_TC_BALANCED ? TC_SEL_CAND_BALANCED
+                                                              : TC_SEL_CAND_BASE],
+                 d->pred[d->alg3 ? TC_SEL_CAND_ALG3 : TC_SEL_CAND_CUSPARSE]);
+        return -1;
+    }
+    int k = -1;
+    for (int j = 0; j < x->ncand && k < 0; j++) {
+        const int i = (x->next + j) % x->ncand;
+        if (!x->dropped[i] && x->issued[i] < TC_SEL_EXPLORE_SAMPLES)
+            k = i;
+    }
+    x->next = (k + 1) % x->ncand;
+    x->issued[k]++;
+    x->ev_cand[pair] = k + 1;
+    const double pm = d->pred[x->cand[k]];
+    tc_decision_cand(d, x->cand[k]);
+    snprintf(d->reason, sizeof d->reason,
+             "exploring: %s, sample %d of %d (model %.1f us; %d candidates)", tc_cand_name[x->cand[k]],
+             x->issued[k], TC_SEL_EXPLORE_SAMPLES, pm, x->ncand);
+    return pair;
+}
+
+/* Runs decision d and records it; *ran_alg3 tells whether CSR_ALG3 ran (it falls back to
+ * ALG_DEFAULT where it cannot). */
+static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
+                                        const struct tc_plan *plan, tcsparseOperation_t opA,
+                                        tcsparseOperation_t opB, const void *alpha,
+                                        tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                        const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
+                                        tcsparseSpMMAlg_t alg, void *buffer, int *ran_alg3)
+{
+    tcsparseStatus_t st;
+    *ran_alg3 = 0;
+    if (d->path != TCSPARSE_PATH_CUSPARSE) {
+        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d);
+        tc_route_record(h, d);
+        h->deferred = 0;
+        return st;
+    }
+    h->deferred = h->defer_cusparse;
+    if (h->deferred) {
+        tc_route_record(h, d);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    if (d->alg3) {
+        st = tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 1);
+        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
+            *ran_alg3 = st == TCSPARSE_STATUS_SUCCESS;
+            tc_route_record(h, d);
+            return st;
+        }
+        /* CSR_ALG3 cannot run here (refused, no memory, a capture): ALG_DEFAULT as asked */
+        char why[96];
+        snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        d->alg3 = 0;
+        d->ra.kind = 0; /* the model's text would quote the CSR_ALG3 prediction */
+        tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+        snprintf(d->reason, sizeof d->reason, "cuSPARSE; CSR_ALG3 not available (%s)", why);
+    }
+    tc_route_record(h, d);
+    return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+}
+
 tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                tcsparseOperation_t opB, const void *alpha,
                                tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
@@ -503,6 +758,7 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
+    int ran_alg3;
     tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
@@ -511,32 +767,40 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         h->deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    if (d.path != TCSPARSE_PATH_CUSPARSE) {
-        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, &d);
-        tc_route_record(h, &d);
-        h->deferred = 0;
-        return st;
+    /* the interposer runs the real cuSPARSE itself: its calls cannot be timed here */
+    int pair = -1;
+    tc_decision model = d;
+    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only())
+        pair = tc_explore_step(h, plan, &d, B, C,
+                               tc_alg3_applies(h, opA, opB, A, B, C, ct, alg));
+    if (pair < 0)
+        return tc_spmm_execute(h, &d, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
+                               &ran_alg3);
+    tc_explore *x = &plan->explore;
+    const int k = x->ev_cand[pair] - 1;
+    if (cudaEventRecord(x->ev[pair][0], h->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        x->ev_cand[pair] = 0;
+        x->dropped[k] = 1;
+        return tc_spmm_execute(h, &model, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
+                               &ran_alg3);
     }
-    h->deferred = h->defer_cusparse;
-    if (h->deferred) {
-        tc_route_record(h, &d);
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    if (d.alg3) {
-        st = tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 1);
-        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
-            tc_route_record(h, &d);
-            return st;
-        }
-        /* CSR_ALG3 cannot run here (refused, no memory, a capture): ALG_DEFAULT as asked */
-        char why[96];
-        snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+    st = tc_spmm_execute(h, &d, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer, &ran_alg3);
+    if (st != TCSPARSE_STATUS_SUCCESS || (x->cand[k] == TC_SEL_CAND_ALG3 && !ran_alg3)) {
+        /* the candidate cannot run here, or ran as another: no sample, no candidate */
+        x->ev_cand[pair] = 0;
+        x->dropped[k] = 1;
+        if (st == TCSPARSE_STATUS_SUCCESS || k == 0)
+            return st; /* k == 0: the model's own choice failed, as it would have unmeasured */
+        /* nothing was launched (the paths refuse before they launch): the model's choice */
         tc_error_clear();
-        d.alg3 = 0;
-        d.ra.kind = 0; /* the model's text would quote the CSR_ALG3 prediction */
-        tc_str_join(d.kernel, sizeof d.kernel, "cusparseSpMM", NULL);
-        snprintf(d.reason, sizeof d.reason, "cuSPARSE; CSR_ALG3 not available (%s)", why);
+        return tc_spmm_execute(h, &model, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
+                               &ran_alg3);
     }
-    tc_route_record(h, &d);
-    return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (cudaEventRecord(x->ev[pair][1], h->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        x->ev_cand[pair] = 0;
+        x->dropped[k] = 1;
+    }
+    return st;
 }

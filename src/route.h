@@ -13,6 +13,11 @@ typedef struct {
     char reason[160];
     tc_reason_args ra;
     int alg3; /* SpMM on the cuSPARSE path: run as CSR_ALG3 (fallback.c) */
+    /* SpMM decided by the model under the automatic route: the candidates of a measurement
+     * on the executions (select.h, TC_SEL_CAND_*, the model's choice first; ncand 0: none) */
+    int ncand;
+    int cand[4];
+    double pred[4];
 } tc_decision;
 
 /* The reason text of a model decision. */

@@ -413,6 +413,33 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
     return 0;
 }
 
+/* ---- candidates of the measured-on-calls selection ----------------------------------------- */
+
+int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r, double factor,
+                                 int cand[TC_SEL_NCAND], double pred[TC_SEL_NCAND])
+{
+    pred[TC_SEL_CAND_BASE] = r->us_base;
+    pred[TC_SEL_CAND_BALANCED] = r->us_balanced;
+    pred[TC_SEL_CAND_CUSPARSE] = r->us_cusparse_default;
+    pred[TC_SEL_CAND_ALG3] = -1.0;
+    if (c->op == TC_SEL_OP_SPMM && c->alg3_ok && c->ab_bytes == 4)
+        pred[TC_SEL_CAND_ALG3] = r->us_cusparse_alg3 >= 0.0
+                                     ? r->us_cusparse_alg3
+                                     : tc_select_predict_cusparse_alg3(c->ab_bytes, r->y_cusparse);
+    const int first = r->use_tc ? (r->balanced ? TC_SEL_CAND_BALANCED : TC_SEL_CAND_BASE)
+                                : (r->use_alg3 ? TC_SEL_CAND_ALG3 : TC_SEL_CAND_CUSPARSE);
+    double best = -1.0;
+    for (int k = 0; k < TC_SEL_NCAND; k++)
+        if (pred[k] >= 0.0 && (best < 0.0 || pred[k] < best))
+            best = pred[k];
+    int n = 0;
+    cand[n++] = first;
+    for (int k = 0; k < TC_SEL_NCAND; k++)
+        if (k != first && pred[k] >= 0.0 && pred[k] <= factor * best)
+            cand[n++] = k;
+    return n;
+}
+
 /* ---- predictions for tcsparseGetLastRoute ------------------------------------------------ */
 
 static _Thread_local const void *tc_sel_note_handle;

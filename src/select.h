@@ -118,6 +118,24 @@ typedef struct {
  * costs a comparison.  Returns 0, or -1 when out of memory (r then says cuSPARSE). */
 int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_sel_result *r);
 
+/* ---- measured on the calls themselves ------------------------------------------------------
+ * With the automatic route (and TCSPARSE_SELECT not "model"), the first executions of a kind of
+ * SpMM call (N, types, math mode) on a plan run each candidate path TC_SEL_EXPLORE_SAMPLES
+ * times between CUDA events, the model's choice first; the plan then keeps the fastest
+ * (route.c).  Candidates are the paths the model predicts within TC_SEL_EXPLORE_FACTOR of its
+ * fastest: the model's relative error reaches 1.7x on the H100 data (docs/selector.md). */
+enum { TC_SEL_CAND_BASE = 0, TC_SEL_CAND_BALANCED = 1, TC_SEL_CAND_CUSPARSE = 2,
+       TC_SEL_CAND_ALG3 = 3, TC_SEL_NCAND = 4 };
+#define TC_SEL_EXPLORE_FACTOR 2.5
+#define TC_SEL_EXPLORE_SAMPLES 2
+/* The candidates for r (a decision for c), the model's own choice first; CSR_ALG3 is one
+ * where c->alg3_ok, whatever its predicted time against TC_SEL_ALG3_MAX_US (measured, it
+ * needs no safe limit).  pred[TC_SEL_CAND_*] receives every path's prediction (negative: not
+ * applicable).  factor: TC_SEL_EXPLORE_FACTOR unless a test widens it.  Returns the number of
+ * candidates written to cand (at most TC_SEL_NCAND). */
+int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r, double factor,
+                                 int cand[TC_SEL_NCAND], double pred[TC_SEL_NCAND]);
+
 /* Prediction of each path from features (exposed for the tests and the refit helper). */
 double tc_select_predict_tc(int op, int prec, const double *x);
 double tc_select_predict_cusparse(int op, int ab_bytes, const double *y);

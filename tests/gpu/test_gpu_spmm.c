@@ -26,6 +26,9 @@ typedef struct {
     float alpha, beta;
     int device_ptrs;
     int preprocess;
+    int repeat;   /* executions, each on C's initial contents and checked; 0 means 1 */
+    int explore;  /* 1: the executions must measure the paths and settle ("exploring" then
+                   * "measured on"); -1: they must not measure; 0: no expectation */
 } spmm_case;
 
 static double bound_for(const spmm_case *k)
@@ -192,35 +195,61 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         st = tcsparseSpMM_preprocess(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: preprocess: %s", label, tcsparseGetLastErrorMessage());
     }
-    st = tcsparseSpMM(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
-    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
-    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
+    void *h_C_init = malloc(esize(k->c) * (size_t)(M * ldc + 1));
+    memcpy(h_C_init, h_C, esize(k->c) * (size_t)(M * ldc));
+    const int reps = k->repeat > 0 ? k->repeat : 1;
+    int explored = 0, paths_seen = 0;
+    double err = 0;
     tcsparseRouteInfo_t ri;
-    tcsparseGetLastRoute(h, &ri);
-    if (k->route == TCSPARSE_ROUTE_AUTO && getenv("TCSPARSE_SELECT") != NULL)
-        cr_assert(strncmp(ri.reason, "measured", 8) == 0, "%s: reason '%s'", label, ri.reason);
-    if (k->route == TCSPARSE_ROUTE_TC_BASE)
-        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
-    if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
-        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
-
-    cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < ldc; j++) {
-            double v = get(h_C, (size_t)(i * ldc + j), k->c);
-            if (j >= N) {
-                cr_assert_eq(v, 7.0, "%s: padding C[%lld][%lld] overwritten", label, (long long)i, (long long)j);
-                continue;
-            }
-            cr_assert(isfinite(v), "%s: C[%lld][%lld] = %g not written or not finite", label,
-                      (long long)i, (long long)j, v);
-            double d = v - ref[i * N + j];
-            num += d * d;
-            den += ref[i * N + j] * ref[i * N + j];
+    for (int rep = 0; rep < reps; rep++) {
+        if (rep > 0) /* each execution starts from C's initial contents (NaN where beta = 0) */
+            cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(M * ldc), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        st = tcsparseSpMM(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
+        cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
+        tcsparseGetLastRoute(h, &ri);
+        if (strncmp(ri.reason, "exploring", 9) == 0) {
+            explored++;
+            paths_seen |= 1 << (ri.path * 2 + (strstr(ri.kernel, "ALG3") != NULL));
         }
-    double err = den > 0 ? sqrt(num / den) : sqrt(num);
-    cr_assert(err <= bound_for(k), "%s: relative error %.3e > %.1e (%s)", label, err, bound_for(k), ri.kernel);
+        if (k->explore < 0)
+            cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,
+                      rep, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_AUTO && getenv("TCSPARSE_SELECT") != NULL && k->explore >= 0)
+            cr_assert(strncmp(ri.reason, "measured", 8) == 0, "%s: reason '%s'", label, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_TC_BASE)
+            cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
+            cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+
+        cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < ldc; j++) {
+                double v = get(h_C, (size_t)(i * ldc + j), k->c);
+                if (j >= N) {
+                    cr_assert_eq(v, 7.0, "%s: padding C[%lld][%lld] overwritten", label, (long long)i, (long long)j);
+                    continue;
+                }
+                cr_assert(isfinite(v), "%s: C[%lld][%lld] = %g not written or not finite", label,
+                          (long long)i, (long long)j, v);
+                double d = v - ref[i * N + j];
+                num += d * d;
+                den += ref[i * N + j] * ref[i * N + j];
+            }
+        err = den > 0 ? sqrt(num / den) : sqrt(num);
+        cr_assert(err <= bound_for(k), "%s: call %d: relative error %.3e > %.1e (%s; %s)", label, rep,
+                  err, bound_for(k), ri.kernel, ri.reason);
+    }
+    if (k->explore > 0) {
+        cr_assert_geq(explored, 2, "%s: %d calls measured a path (last: %s)", label, explored,
+                      ri.reason);
+        cr_assert(__builtin_popcount((unsigned)paths_seen) >= 2, "%s: one path measured", label);
+        cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "%s: did not settle: '%s'", label,
+                  ri.reason);
+    }
+    free(h_C_init);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
@@ -609,5 +638,40 @@ Test(gpu_spmm, measured_selection)
         run_case(&m, &k, prec ? "measured f16" : "measured f32");
     }
     unsetenv("TCSPARSE_SELECT");
+    tc_csr_free(&m);
+}
+
+/* The automatic route measures the candidate paths on the first executions of a kind of call
+ * and keeps the fastest (src/route.c); every one of those executions must be as correct as
+ * any other.  TCSPARSE_EXPLORE_FACTOR widens the candidates to every applicable path
+ * (TC base, balanced, cuSPARSE, and CSR_ALG3 for FP32). */
+Test(gpu_spmm, measured_on_calls)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1500:700:9", &m);
+    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    const struct { cudaDataType t; int tf32; float beta; const char *name; } v[] = {
+        {CUDA_R_32F, 0, 0.5f, "3xtf32 beta=0.5"}, {CUDA_R_32F, 1, 0.0f, "tf32 beta=0"},
+        {CUDA_R_16F, 0, 0.0f, "f16 beta=0"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        spmm_case k = base_case(40);
+        k.route = TCSPARSE_ROUTE_AUTO;
+        k.preprocess = (int)(i % 2);
+        k.ab = k.c = v[i].t;
+        k.tf32 = v[i].tf32;
+        k.beta = v[i].beta;
+        k.repeat = 14; /* up to 4 paths x 2 samples, then the results of the last ones read */
+        k.explore = 1;
+        run_case(&m, &k, v[i].name);
+    }
+    setenv("TCSPARSE_SELECT", "model", 1); /* the model alone: nothing measured */
+    spmm_case k = base_case(40);
+    k.route = TCSPARSE_ROUTE_AUTO;
+    k.repeat = 4;
+    k.explore = -1;
+    run_case(&m, &k, "model only");
+    unsetenv("TCSPARSE_SELECT");
+    unsetenv("TCSPARSE_EXPLORE_FACTOR");
     tc_csr_free(&m);
 }

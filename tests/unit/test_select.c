@@ -421,3 +421,61 @@ Test(select_decide, cusparse_alg3_where_it_is_safe)
     cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
     cr_assert(!r.use_alg3 && r.us_cusparse_alg3 < 0.0 && r.us_cusparse_default > TC_SEL_ALG3_MAX_US);
 }
+
+/* ---- candidates measured on the executions ------------------------------------------------ */
+
+static tc_sel_result preds(double base, double bal, double cu, double alg3, int use_tc,
+                           int balanced, int use_alg3)
+{
+    tc_sel_result r;
+    memset(&r, 0, sizeof r);
+    r.us_base = base;
+    r.us_balanced = bal;
+    r.us_cusparse_default = cu;
+    r.us_cusparse_alg3 = alg3;
+    r.use_tc = use_tc;
+    r.balanced = balanced;
+    r.use_alg3 = use_alg3;
+    return r;
+}
+
+Test(select_explore, candidates_model_choice_first_within_factor)
+{
+    int cand[TC_SEL_NCAND];
+    double pred[TC_SEL_NCAND];
+    tc_sel_config c = spmm_cfg(TC_SEL_P_TF32, 128);
+    /* base 10 us chosen; balanced 30 > 2.5 x 10 left out; cuSPARSE 12 in; no CSR_ALG3 asked */
+    tc_sel_result r = preds(10, 30, 12, -1, 1, 0, 0);
+    cr_assert_eq(tc_select_explore_candidates(&c, &r, 2.5, cand, pred), 2);
+    cr_assert(cand[0] == TC_SEL_CAND_BASE && cand[1] == TC_SEL_CAND_CUSPARSE);
+    cr_assert(pred[TC_SEL_CAND_ALG3] < 0.0 && pred[TC_SEL_CAND_BALANCED] == 30.0);
+    /* CSR_ALG3 allowed and predicted 11 us; the model chose cuSPARSE ALG_DEFAULT: it goes first */
+    c.alg3_ok = 1;
+    r = preds(10, 30, 12, 11, 0, 0, 0);
+    cr_assert_eq(tc_select_explore_candidates(&c, &r, 2.5, cand, pred), 3);
+    cr_assert(cand[0] == TC_SEL_CAND_CUSPARSE && cand[1] == TC_SEL_CAND_BASE &&
+              cand[2] == TC_SEL_CAND_ALG3);
+    /* the balanced kernel chosen; a factor that admits everything: all four */
+    r = preds(10, 9, 40, 50, 1, 1, 0);
+    cr_assert_eq(tc_select_explore_candidates(&c, &r, 1e9, cand, pred), 4);
+    cr_assert(cand[0] == TC_SEL_CAND_BALANCED && cand[1] == TC_SEL_CAND_BASE &&
+              cand[2] == TC_SEL_CAND_CUSPARSE && cand[3] == TC_SEL_CAND_ALG3);
+    /* one clear winner: only the model's choice, nothing to measure */
+    r = preds(100, 100, 10, 200, 0, 0, 0);
+    cr_assert_eq(tc_select_explore_candidates(&c, &r, 2.5, cand, pred), 1);
+    cr_assert_eq(cand[0], TC_SEL_CAND_CUSPARSE);
+    /* CSR_ALG3 above the model's safe limit (not predicted by the decision) is still a
+     * candidate when asked for: it is measured, not trusted; 16-bit inputs never */
+    tcsparseMetcfStats_t s = stats_of(&rmat20);
+    c = spmm_cfg(TC_SEL_P_TF32, 128);
+    c.alg3_ok = 1;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert(r.us_cusparse_alg3 < 0.0);
+    (void)tc_select_explore_candidates(&c, &r, 1e9, cand, pred);
+    cr_assert_gt(pred[TC_SEL_CAND_ALG3], 0.0);
+    c = spmm_cfg(TC_SEL_P_F16, 128);
+    c.alg3_ok = 1;
+    cr_assert_eq(tc_select_decide(&s, &c, &r), 0);
+    cr_assert_eq(tc_select_explore_candidates(&c, &r, 1e9, cand, pred), 3);
+    cr_assert(pred[TC_SEL_CAND_ALG3] < 0.0);
+}
