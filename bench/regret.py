@@ -8,7 +8,8 @@ routed time divided by the best of the forced tensor-core kernels (base, balance
 cuSPARSE ALG_DEFAULT, all timed in the same run.  Prints the share of cases within 1.05 and
 1.15, the worst case, the W worst cases (default 10), and the median host overhead of the
 routed call over the path it took (routed time minus that path's own time; a route to
-cuSPARSE CSR_ALG3 against the cusparse-alg3 row).  Where the runs have CSR_ALG3 rows it
+cuSPARSE CSR_ALG3 against the cusparse-alg3 row), and, where the CSV has them, how many calls
+the route spent measuring its candidates before it settled.  Where the runs have CSR_ALG3 rows it
 also prints the routed time against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3)
 and the speed-up over ALG_DEFAULT (geomeans)."""
 import csv, math, statistics, sys
@@ -29,13 +30,15 @@ def main(argv):
             i += 1
     if not files:
         sys.exit(__doc__)
-    runs, nnz = {}, {}
+    runs, nnz, explore = {}, {}, {}
     for f in files:
         with open(f) as fh:
             for r in csv.DictReader(fh):
                 key = (r['input'].split('/')[-1], int(r['N']), r['prec'])
                 runs.setdefault(key, {})[r['variant']] = (float(r['ms']), r['route'])
                 nnz[key] = int(r['nnz'])
+                if r['variant'] == 'routed' and r.get('explore_calls') not in (None, ''):
+                    explore[key] = int(r['explore_calls'])
     cases, overhead = [], {'cuSPARSE': [], 'cuSPARSE CSR_ALG3': [], 'TC base': [], 'TC balanced': []}
     vs_best_cu, vs_default = [], []
     for key, v in sorted(runs.items()):
@@ -73,6 +76,11 @@ def main(argv):
               'speed-up over ALG_DEFAULT: geomean %.2f'
               % (geo(vs_best_cu), sum(1 for t in vs_best_cu if t <= 1.0), len(vs_best_cu),
                  geo(vs_default)))
+    ex = [explore[c[1]] for c in cases if c[1] in explore]
+    if ex:
+        print('  calls measuring the paths before the route settled (tcsparse-bench): median %d, '
+              'max %d, none in %d of %d cases' % (statistics.median(ex), max(ex),
+                                                  sum(1 for e in ex if e == 0), len(ex)))
     for r, key, route in sorted(cases, reverse=True)[:worst]:
         print('  %.2f  %s N=%d %s -> %s' % (r, key[0], key[1], key[2], route))
 

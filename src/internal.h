@@ -21,11 +21,14 @@ struct tc_plan; /* plan.h */
  * only when it is read (tcsparseGetLastRoute) or logged, not on every call (snprintf of
  * seven numbers was a measurable part of the routed path's per-call host time). */
 typedef struct {
-    int kind;      /* 0: none (the reason text is final); 1: SpMM model; 2: SDDMM model */
+    int kind;      /* 0: none (the reason text is final); 1: SpMM model; 2: SDDMM model;
+                    * 3: SpMM measured (ms, calls) */
     int autoroute, balanced, occ_known, bps_base, bps_balanced, sm_count;
     double us_tc, us_cusparse, ratio, threshold;
     int alg3;                 /* SpMM: the cuSPARSE route's CSR_ALG3 was predicted faster */
     double us_cusparse_alg3;  /* its prediction (< 0: not considered) */
+    float ms[4];              /* kind 3: base, balanced, cuSPARSE, CSR_ALG3 (< 0: none) */
+    int calls;                /* kind 3: executions measured on (0: at _preprocess) */
 } tc_reason_args;
 
 /* A cuSPARSE CSR_ALG3 workspace of the handle's (src/fallback.c): preprocessed for one sparse

@@ -29,7 +29,7 @@ typedef struct {
     int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
     int issued[4], done[4], dropped[4];
     float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
-    int next;               /* next candidate to run, round robin */
+    int next;               /* candidate being sampled (its samples run back to back) */
     int calls;              /* executions since the kind was first seen */
     cudaEvent_t ev[TC_EXPLORE_PAIRS][2];
     int ev_cand[TC_EXPLORE_PAIRS]; /* 1 + candidate index of a pending sample; 0: free */

@@ -106,7 +106,8 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
     d->ra = (tc_reason_args){2, route == TCSPARSE_ROUTE_AUTO, r.balanced, occ_known,
                              r.bps_base, r.bps_base, r.sm_count, r.us_tc, r.us_cusparse,
-                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, 0, -1.0};
+                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, 0, -1.0,
+                             {0, 0, 0, 0}, 0};
     d->reason[0] = '\0';
     return TCSPARSE_STATUS_SUCCESS;
 }
