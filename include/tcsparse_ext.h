@@ -82,7 +82,7 @@ tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
  *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set.  With the automatic route,
  *  the first executions of a kind of SpMM call on a matrix (N, types, math mode) run each
- *  path the model predicts close to its fastest twice, timed with CUDA events (no
+ *  path the model predicts close to its fastest three times, timed with CUDA events (no
  *  synchronisation), and later calls of that kind take the fastest; the last route's reason
  *  reads "exploring: ..." meanwhile and "measured on K calls: ..." after.  Every one of
  *  those executions computes the full, correct result.  TCSPARSE_SELECT=model keeps the

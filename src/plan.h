@@ -20,7 +20,7 @@ typedef struct {
 /* The measurement on the executions themselves (route.c, select.h): one kind of call at a
  * time per plan.  A sample is a pair of events around one execution; its time is read back
  * by a later call (cudaEventQuery, no synchronisation). */
-#define TC_EXPLORE_PAIRS (4 * 2) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
+#define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
 typedef struct {
     int active;
     int64_t N;

@@ -546,6 +546,9 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
 
 /* ---- measured on the executions (select.h) ----------------------------------------------- */
 
+_Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EXPLORE_SAMPLES,
+               "plan.h's tc_explore is sized for select.h's candidates and samples");
+
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 static int tc_select_model_only(void)
 {

@@ -127,7 +127,7 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
 enum { TC_SEL_CAND_BASE = 0, TC_SEL_CAND_BALANCED = 1, TC_SEL_CAND_CUSPARSE = 2,
        TC_SEL_CAND_ALG3 = 3, TC_SEL_NCAND = 4 };
 #define TC_SEL_EXPLORE_FACTOR 2.5
-#define TC_SEL_EXPLORE_SAMPLES 2
+#define TC_SEL_EXPLORE_SAMPLES 3
 /* The candidates for r (a decision for c), the model's own choice first; CSR_ALG3 is one
  * where c->alg3_ok, whatever its predicted time against TC_SEL_ALG3_MAX_US (measured, it
  * needs no safe limit).  pred[TC_SEL_CAND_*] receives every path's prediction (negative: not

@@ -661,7 +661,7 @@ Test(gpu_spmm, measured_on_calls)
         k.ab = k.c = v[i].t;
         k.tf32 = v[i].tf32;
         k.beta = v[i].beta;
-        k.repeat = 14; /* up to 4 paths x 2 samples, then the results of the last ones read */
+        k.repeat = 16; /* up to 4 paths x 3 samples, then the results of the last ones read */
         k.explore = 1;
         run_case(&m, &k, v[i].name);
     }
