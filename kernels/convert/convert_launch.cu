@@ -266,11 +266,15 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     }
     TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
     if (nnz == 0) {
+        // NULL arrays are accepted with no nonzeros (as cuSPARSE does); offsets given must
+        // still be all equal to the base, or the cuSPARSE route would read past them
+        if ((csr || csc) && in->offsets != nullptr)
+            check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
+                                                             0, in->base, &sum->flags);
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * ((size_t)windows + 1), s), "win_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
     } else {
-        // With no nonzeros cuSPARSE accepts NULL arrays, so nothing above read them.
         if (csr || csc)
             check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
                                                              nnz, in->base, &sum->flags);

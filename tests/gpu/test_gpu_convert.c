@@ -256,6 +256,35 @@ Test(gpu_convert, rejects_bad_structure)
             cudaFree(d_off); cudaFree(d_idx);
         }
     }
+    /* no nonzeros, but offsets that claim some (or decrease): refused, as the CPU
+     * reference refuses them; all-zero offsets and NULL arrays are accepted */
+    {
+        int32_t claim[4] = {0, 0, 1, 1}, down[4] = {0, 1, 0, 0}, fine[4] = {0, 0, 0, 0};
+        const int32_t *offs[3] = {claim, down, fine};
+        for (int i = 0; i < 3; i++) {
+            void *d_off = to_device(offs[i], sizeof claim);
+            tc_convert_input in = {.format = i == 1 ? TCSPARSE_FORMAT_CSC : TCSPARSE_FORMAT_CSR,
+                                   .rows = 3, .cols = 3, .nnz = 0, .offsets = d_off};
+            tc_dev_metcf g;
+            tc_convert_extra x = {.sm_count = 132};
+            char err[256] = "";
+            tcsparseStatus_t st = tc_convert_gpu(&in, &g, &x, 0, err, sizeof err);
+            if (i < 2) {
+                cr_assert_eq(st, TCSPARSE_STATUS_INVALID_VALUE, "nnz = 0 with offsets %d accepted", i);
+                cr_assert(strstr(err, "offsets") != NULL, "%s", err);
+            } else {
+                cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s", err);
+                tc_dev_metcf_free(&g);
+            }
+            cudaFree(d_off);
+        }
+        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = 3, .nnz = 0};
+        tc_dev_metcf g;
+        tc_convert_extra x = {.sm_count = 132};
+        char err[256] = "";
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s", err);
+        tc_dev_metcf_free(&g);
+    }
     /* no row (or no column) to hold the nonzeros: refused before anything runs */
     {
         int32_t off0[1] = {0}, col0[2] = {0, 0};
