@@ -6,9 +6,11 @@
 #include "internal.h"
 #include "../kernels/kernels.h"
 
-/* A decision measured at _preprocess time (TCSPARSE_SELECT=measure) for one kind of call. */
-typedef struct {
-    int64_t N;
+/* A decision measured for one kind of call: at _preprocess (TCSPARSE_SELECT=measure, SpMM) or
+ * on the first executions (route.c). */
+typedef struct tc_measured {
+    int op;                 /* TC_SEL_OP_SPMM (0) or TC_SEL_OP_SDDMM (1) */
+    int64_t N;              /* SpMM: N; SDDMM: the inner dimension K */
     int ab_type, c_type, tf32;
     tcsparsePath_t path;    /* the fastest of the candidates */
     float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
@@ -23,6 +25,7 @@ typedef struct {
 #define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
 typedef struct {
     int active;
+    int op;
     int64_t N;
     int ab_type, c_type, tf32;
     int ncand;

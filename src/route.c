@@ -172,28 +172,43 @@ static void tc_decision_alg3(tc_decision *d)
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM(CSR_ALG3)", NULL);
 }
 
-/* The measured decision for this call's kind, if _preprocess measured one. */
-static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
-                                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
+const tc_measured *tc_measured_lookup(const struct tc_plan *p, const tc_call_kind *k)
 {
-    const int tf32 = h->math == TCSPARSE_MATH_TF32, ab = tc_route_ab_type(B->value_type);
-    const int c = tc_route_ab_type(C->value_type);
     for (int i = p->nmeasured - 1; i >= 0; i--) {
         const tc_measured *m = &p->measured[i];
-        if (m->N == C->cols && m->ab_type == ab && m->c_type == c && m->tf32 == tf32)
+        if (m->op == k->op && m->N == k->n && m->ab_type == k->ab_type &&
+            m->c_type == k->c_type && m->tf32 == k->tf32)
             return m;
     }
     return NULL;
 }
 
+/* The kind of this SpMM call. */
+static tc_call_kind tc_spmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t B,
+                                 tcsparseDnMatDescr_t C)
+{
+    tc_call_kind k = {TC_SEL_OP_SPMM, C->cols, tc_route_ab_type(B->value_type),
+                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32};
+    return k;
+}
+
+static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
+                                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
+{
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    return tc_measured_lookup(p, &k);
+}
+
 /* d takes the measured decision m (its reason text made when read, like a model's). */
-static void tc_decision_measured(tc_decision *d, const tc_measured *m, int alg3_ok, int alg3_mode)
+void tc_decision_measured(tc_decision *d, const tc_measured *m, int op, int alg3_ok,
+                          int force_alg3)
 {
     d->path = m->path;
     d->alg3 = 0;
     d->ncand = 0;
-    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
-    if (m->path == TCSPARSE_PATH_CUSPARSE && alg3_ok && (m->alg3 || alg3_mode == TC_ALG3_ALWAYS))
+    tc_str_join(d->kernel, sizeof d->kernel, op == TC_SEL_OP_SDDMM ? "cusparseSDDMM" : "cusparseSpMM",
+                NULL);
+    if (m->path == TCSPARSE_PATH_CUSPARSE && alg3_ok && (m->alg3 || force_alg3))
         tc_decision_alg3(d);
     memset(&d->ra, 0, sizeof d->ra);
     d->ra.kind = 3;
@@ -217,7 +232,7 @@ static void tc_measured_push(struct tc_plan *plan, const tc_measured *m)
 
 /* TCSPARSE_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
  * prediction, in place of TC_SEL_EXPLORE_FACTOR. */
-static double tc_explore_factor(void)
+double tc_explore_factor(void)
 {
     const char *e = getenv("TCSPARSE_EXPLORE_FACTOR");
     char *end;
@@ -309,7 +324,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     }
     const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_find(h, *plan, B, C) : NULL;
     if (meas != NULL) {
-        tc_decision_measured(d, meas, alg3_ok, alg3_mode);
+        tc_decision_measured(d, meas, TC_SEL_OP_SPMM, alg3_ok, alg3_mode == TC_ALG3_ALWAYS);
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
@@ -447,7 +462,7 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
         goto done; /* measuring is an optimisation: without memory, the rule decides */
     tc_spmm_call c = *call;
     c.C = &scratch;
-    tc_measured m = {.N = call->C->cols, .ab_type = tc_route_ab_type(call->B->value_type),
+    tc_measured m = {.op = TC_SEL_OP_SPMM, .N = call->C->cols, .ab_type = tc_route_ab_type(call->B->value_type),
                      .c_type = tc_route_ab_type(call->C->value_type),
                      .tf32 = h->math == TCSPARSE_MATH_TF32};
     m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
@@ -550,7 +565,7 @@ _Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EX
                "plan.h's tc_explore is sized for select.h's candidates and samples");
 
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
-static int tc_select_model_only(void)
+int tc_select_model_only(void)
 {
     const char *e = getenv("TCSPARSE_SELECT");
     return e != NULL && strcmp(e, "model") == 0;
@@ -559,12 +574,13 @@ static int tc_select_model_only(void)
 static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced", "cuSPARSE",
                                                        "cuSPARSE CSR_ALG3"};
 
-/* d runs candidate k (TC_SEL_CAND_*). */
-static void tc_decision_cand(tc_decision *d, int k)
+/* d runs candidate k (TC_SEL_CAND_*) of an operation op. */
+static void tc_decision_cand(tc_decision *d, int op, int k)
 {
     d->alg3 = 0;
     d->ra.kind = 0;
-    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+    tc_str_join(d->kernel, sizeof d->kernel, op == TC_SEL_OP_SDDMM ? "cusparseSDDMM" : "cusparseSpMM",
+                NULL);
     d->path = k == TC_SEL_CAND_BASE       ? TCSPARSE_PATH_TC_BASE
               : k == TC_SEL_CAND_BALANCED ? TCSPARSE_PATH_TC_BALANCED
                                           : TCSPARSE_PATH_CUSPARSE;
@@ -604,7 +620,7 @@ static void tc_explore_harvest(tc_explore *x)
 static void tc_explore_finish(struct tc_plan *p)
 {
     tc_explore *x = &p->explore;
-    tc_measured m = {.N = x->N, .ab_type = x->ab_type, .c_type = x->c_type, .tf32 = x->tf32,
+    tc_measured m = {.op = x->op, .N = x->N, .ab_type = x->ab_type, .c_type = x->c_type, .tf32 = x->tf32,
                      .ms_base = -1.0f, .ms_balanced = -1.0f, .ms_cusparse = -1.0f,
                      .ms_cusparse_alg3 = -1.0f, .calls = x->calls};
     int best = 0; /* the model's choice */
@@ -624,7 +640,7 @@ static void tc_explore_finish(struct tc_plan *p)
         }
     }
     tc_decision d;
-    tc_decision_cand(&d, x->cand[best]);
+    tc_decision_cand(&d, x->op, x->cand[best]);
     m.path = d.path;
     m.alg3 = d.alg3;
     tc_measured_push(p, &m);
@@ -634,20 +650,19 @@ static void tc_explore_finish(struct tc_plan *p)
 /* This execution's part in the measurement of its kind of call: returns the pair of events
  * that must wrap it, with d rewritten to the candidate to run, or -1 to run d (rewritten
  * to the measured decision when the measurement completes here). */
-static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, tc_decision *d,
-                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C, int alg3_ok)
+static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *kind,
+                           tc_decision *d, int alg3_ok)
 {
     tc_explore *x = &p->explore;
-    const int ab = tc_route_ab_type(B->value_type), c = tc_route_ab_type(C->value_type);
-    const int tf32 = h->math == TCSPARSE_MATH_TF32;
     if (!x->active) {
         if (d->ncand < 2)
             return -1; /* the model's choice has no rival worth a measurement */
         x->active = 1;
-        x->N = C->cols;
-        x->ab_type = ab;
-        x->c_type = c;
-        x->tf32 = tf32;
+        x->op = kind->op;
+        x->N = kind->n;
+        x->ab_type = kind->ab_type;
+        x->c_type = kind->c_type;
+        x->tf32 = kind->tf32;
         x->ncand = d->ncand;
         for (int i = 0; i < TC_SEL_NCAND; i++) {
             x->cand[i] = i < d->ncand ? d->cand[i] : 0;
@@ -656,7 +671,8 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, tc_decision *d
         }
         x->next = 0;
         x->calls = 0;
-    } else if (x->N != C->cols || x->ab_type != ab || x->c_type != c || x->tf32 != tf32) {
+    } else if (x->op != kind->op || x->N != kind->n || x->ab_type != kind->ab_type ||
+               x->c_type != kind->c_type || x->tf32 != kind->tf32) {
         return -1; /* another kind of call is being measured: the model decides this one */
     }
     x->calls++;
@@ -669,7 +685,7 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, tc_decision *d
             left += TC_SEL_EXPLORE_SAMPLES - x->issued[i];
     if (left == 0 && pending == 0) {
         tc_explore_finish(p);
-        tc_decision_measured(d, tc_measured_find(h, p, B, C), alg3_ok, TC_ALG3_MODEL);
+        tc_decision_measured(d, tc_measured_lookup(p, kind), kind->op, alg3_ok, 0);
         return -1;
     }
     enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -710,7 +726,7 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, tc_decision *d
     x->issued[k]++;
     x->ev_cand[pair] = k + 1;
     const double pm = d->pred[x->cand[k]];
-    tc_decision_cand(d, x->cand[k]);
+    tc_decision_cand(d, kind->op, x->cand[k]);
     snprintf(d->reason, sizeof d->reason,
              "exploring: %s, sample %d of %d (model %.1f us; %d candidates)", tc_cand_name[x->cand[k]],
              x->issued[k], TC_SEL_EXPLORE_SAMPLES, pm, x->ncand);
@@ -759,6 +775,67 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
     return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
 }
 
+tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
+                                      const tc_call_kind *k, tc_decision *d, int alg3_ok,
+                                      tc_exec_fn run, void *ctx)
+{
+    int as_planned;
+    const tc_decision model = *d;
+    const int pair = tc_explore_step(h, plan, k, d, alg3_ok);
+    if (pair < 0)
+        return run(ctx, d, &as_planned);
+    tc_explore *x = &plan->explore;
+    const int c = x->ev_cand[pair] - 1;
+    tc_decision again = model;
+    if (cudaEventRecord(x->ev[pair][0], h->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        x->ev_cand[pair] = 0;
+        x->dropped[c] = 1;
+        return run(ctx, &again, &as_planned);
+    }
+    tcsparseStatus_t st = run(ctx, d, &as_planned);
+    if (st != TCSPARSE_STATUS_SUCCESS || !as_planned) {
+        /* the candidate cannot run here, or ran as another: no sample, no candidate */
+        x->ev_cand[pair] = 0;
+        x->dropped[c] = 1;
+        if (st == TCSPARSE_STATUS_SUCCESS || c == 0)
+            return st; /* c == 0: the model's own choice failed, as it would have unmeasured */
+        /* nothing was launched (the paths refuse before they launch): the model's choice */
+        tc_error_clear();
+        return run(ctx, &again, &as_planned);
+    }
+    if (cudaEventRecord(x->ev[pair][1], h->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        x->ev_cand[pair] = 0;
+        x->dropped[c] = 1;
+    }
+    return st;
+}
+
+typedef struct {
+    tcsparseHandle_t h;
+    const struct tc_plan *plan;
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    tcsparseConstSpMatDescr_t A;
+    tcsparseConstDnMatDescr_t B;
+    tcsparseDnMatDescr_t C;
+    cudaDataType ct;
+    tcsparseSpMMAlg_t alg;
+    void *buffer;
+} tc_spmm_exec_ctx;
+
+static tcsparseStatus_t tc_spmm_exec_cb(void *p, tc_decision *d, int *as_planned)
+{
+    const tc_spmm_exec_ctx *c = p;
+    const int want_alg3 = d->path == TCSPARSE_PATH_CUSPARSE && d->alg3;
+    int ran_alg3;
+    tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->B,
+                                          c->beta, c->C, c->ct, c->alg, c->buffer, &ran_alg3);
+    *as_planned = !want_alg3 || ran_alg3;
+    return st;
+}
+
 tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                tcsparseOperation_t opB, const void *alpha,
                                tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
@@ -767,7 +844,6 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
-    int ran_alg3;
     tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
@@ -776,40 +852,13 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         h->deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
+    tc_spmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
+    int as_planned;
     /* the interposer runs the real cuSPARSE itself: its calls cannot be timed here */
-    int pair = -1;
-    tc_decision model = d;
-    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only())
-        pair = tc_explore_step(h, plan, &d, B, C,
-                               tc_alg3_applies(h, opA, opB, A, B, C, ct, alg));
-    if (pair < 0)
-        return tc_spmm_execute(h, &d, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
-                               &ran_alg3);
-    tc_explore *x = &plan->explore;
-    const int k = x->ev_cand[pair] - 1;
-    if (cudaEventRecord(x->ev[pair][0], h->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        x->ev_cand[pair] = 0;
-        x->dropped[k] = 1;
-        return tc_spmm_execute(h, &model, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
-                               &ran_alg3);
+    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only()) {
+        const tc_call_kind k = tc_spmm_kind(h, B, C);
+        return tc_route_explore_run(h, plan, &k, &d, tc_alg3_applies(h, opA, opB, A, B, C, ct, alg),
+                                    tc_spmm_exec_cb, &ctx);
     }
-    st = tc_spmm_execute(h, &d, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer, &ran_alg3);
-    if (st != TCSPARSE_STATUS_SUCCESS || (x->cand[k] == TC_SEL_CAND_ALG3 && !ran_alg3)) {
-        /* the candidate cannot run here, or ran as another: no sample, no candidate */
-        x->ev_cand[pair] = 0;
-        x->dropped[k] = 1;
-        if (st == TCSPARSE_STATUS_SUCCESS || k == 0)
-            return st; /* k == 0: the model's own choice failed, as it would have unmeasured */
-        /* nothing was launched (the paths refuse before they launch): the model's choice */
-        tc_error_clear();
-        return tc_spmm_execute(h, &model, plan, opA, opB, alpha, A, B, beta, C, ct, alg, buffer,
-                               &ran_alg3);
-    }
-    if (cudaEventRecord(x->ev[pair][1], h->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        x->ev_cand[pair] = 0;
-        x->dropped[k] = 1;
-    }
-    return st;
+    return tc_spmm_exec_cb(&ctx, &d, &as_planned);
 }

@@ -41,6 +41,15 @@ static int tc_sddmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspar
     return 1;
 }
 
+/* The kind of this SDDMM call (the key of its measured decision). */
+static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t A,
+                                  tcsparseConstSpMatDescr_t C)
+{
+    tc_call_kind k = {TC_SEL_OP_SDDMM, A->cols, tc_route_ab_type(A->value_type),
+                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32};
+    return k;
+}
+
 static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t opA,
                                         tcsparseOperation_t opB, tcsparseConstDnMatDescr_t A,
                                         tcsparseConstDnMatDescr_t B, tcsparseConstSpMatDescr_t C,
@@ -51,6 +60,7 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     d->path = TCSPARSE_PATH_CUSPARSE;
     d->alg3 = 0;
     d->ra.kind = 0;
+    d->ncand = 0;
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSDDMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -73,6 +83,12 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
         return TCSPARSE_STATUS_SUCCESS;
     }
     const tcsparseMetcfStats_t *s = &(*plan)->stats;
+    const tc_call_kind kind = tc_sddmm_kind(h, A, C);
+    const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_lookup(*plan, &kind) : NULL;
+    if (meas != NULL) { /* measured on the first executions of this kind (route.c) */
+        tc_decision_measured(d, meas, TC_SEL_OP_SDDMM, 0, 0);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
         d->path = route == TCSPARSE_ROUTE_TC_BALANCED ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
         snprintf(d->reason, sizeof d->reason, "forced; %.2f nnz/block, max/mean blocks per window %lld/%.1f",
@@ -109,6 +125,8 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
                              r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, 0, -1.0,
                              {0, 0, 0, 0}, 0};
     d->reason[0] = '\0';
+    if (route == TCSPARSE_ROUTE_AUTO)
+        d->ncand = tc_select_explore_candidates(&cfg, &r, tc_explore_factor(), d->cand, d->pred);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -191,6 +209,35 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
     return st;
 }
 
+typedef struct {
+    tcsparseHandle_t h;
+    const struct tc_plan *plan;
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    tcsparseConstDnMatDescr_t A, B;
+    tcsparseSpMatDescr_t C;
+    cudaDataType ct;
+    tcsparseSDDMMAlg_t alg;
+    void *buffer;
+} tc_sddmm_exec_ctx;
+
+/* Runs decision d and records it. */
+static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planned)
+{
+    const tc_sddmm_exec_ctx *c = p;
+    tcsparseHandle_t h = c->h;
+    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    *as_planned = 1;
+    if (d->path != TCSPARSE_PATH_CUSPARSE)
+        st = tc_sddmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, c->plan, d);
+    tc_route_record(h, d);
+    h->deferred = d->path == TCSPARSE_PATH_CUSPARSE && h->defer_cusparse;
+    if (d->path == TCSPARSE_PATH_CUSPARSE && !h->deferred)
+        st = tc_fallback_sddmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
+                               c->alg, c->buffer);
+    return st;
+}
+
 tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                 tcsparseOperation_t opB, const void *alpha,
                                 tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
@@ -207,11 +254,12 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         h->deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    if (d.path != TCSPARSE_PATH_CUSPARSE)
-        st = tc_sddmm_tc(h, alpha, A, B, beta, C, plan, &d);
-    tc_route_record(h, &d);
-    h->deferred = d.path == TCSPARSE_PATH_CUSPARSE && h->defer_cusparse;
-    if (d.path == TCSPARSE_PATH_CUSPARSE && !h->deferred)
-        st = tc_fallback_sddmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    return st;
+    tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
+    int as_planned;
+    /* the interposer runs the real cuSPARSE itself: its calls cannot be timed here */
+    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only()) {
+        const tc_call_kind k = tc_sddmm_kind(h, A, C);
+        return tc_route_explore_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
+    }
+    return tc_sddmm_exec_cb(&ctx, &d, &as_planned);
 }

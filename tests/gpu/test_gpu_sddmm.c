@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* Tensor-core SDDMM through the public API on the GPU, against a CPU reference in double:
  * every precision (3xTF32, TF32, FP16 with FP16 or FP32 C) and schedule (base, chunked) for
  * K in {1, 8, 17, 32, 64, 128, 256} and beyond one staged tile of A, on generated patterns of
@@ -26,6 +27,8 @@ typedef struct {
     float alpha, beta;
     int device_ptrs;
     int preprocess;
+    int repeat;   /* executions, each on C's initial values and checked; 0 means 1 */
+    int explore;  /* 1: the executions must measure the paths and settle (route.c) */
 } sddmm_case;
 
 enum { SENTINELS = 3 }; /* values after C's nnz that must survive */
@@ -169,33 +172,54 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
                                       TCSPARSE_SDDMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: preprocess: %s", label, tcsparseGetLastErrorMessage());
     }
-    st = tcsparseSDDMM(h, nt, nt, pa, dA, dB, pb, C, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, buf);
-    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
-    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
-    tcsparseRouteInfo_t ri;
-    tcsparseGetLastRoute(h, &ri);
-    if (k->route == TCSPARSE_ROUTE_TC_BASE)
-        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
-    if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
-        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
-    if (k->route == TCSPARSE_ROUTE_TC)
-        cr_assert_neq(ri.path, TCSPARSE_PATH_CUSPARSE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
-
-    cr_assert_eq(cudaMemcpy(h_val, d_val, esize(k->c) * (size_t)(nnz + SENTINELS),
-                            cudaMemcpyDeviceToHost), cudaSuccess);
+    const size_t vbytes = esize(k->c) * (size_t)(nnz + SENTINELS);
+    void *h_val_init = malloc(vbytes);
+    memcpy(h_val_init, h_val, vbytes);
     double *out = malloc(sizeof(double) * (size_t)(nnz + 1));
-    for (int64_t e = 0; e < nnz; e++) {
-        out[e] = get(h_val, (size_t)e, k->c);
-        cr_assert(isfinite(out[e]), "%s: C value %lld = %g not written or not finite (%s)", label,
-                  (long long)e, out[e], ri.kernel);
+    double err = 0;
+    int explored = 0, paths_seen = 0;
+    tcsparseRouteInfo_t ri;
+    for (int rep = 0; rep < (k->repeat > 0 ? k->repeat : 1); rep++) {
+        if (rep > 0) /* each execution from C's initial values (NaN where beta = 0) */
+            cr_assert_eq(cudaMemcpy(d_val, h_val_init, vbytes, cudaMemcpyHostToDevice), cudaSuccess);
+        st = tcsparseSDDMM(h, nt, nt, pa, dA, dB, pb, C, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, buf);
+        cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
+        tcsparseGetLastRoute(h, &ri);
+        if (k->route == TCSPARSE_ROUTE_TC_BASE)
+            cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
+            cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_TC)
+            cr_assert_neq(ri.path, TCSPARSE_PATH_CUSPARSE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+
+        cr_assert_eq(cudaMemcpy(h_val, d_val, esize(k->c) * (size_t)(nnz + SENTINELS),
+                                cudaMemcpyDeviceToHost), cudaSuccess);
+        for (int64_t e = 0; e < nnz; e++) {
+            out[e] = get(h_val, (size_t)e, k->c);
+            cr_assert(isfinite(out[e]), "%s: C value %lld = %g not written or not finite (%s)", label,
+                      (long long)e, out[e], ri.kernel);
+        }
+        for (int s = 0; s < SENTINELS; s++)
+            cr_assert_eq(get(h_val, (size_t)(nnz + s), k->c), 7.0, "%s: value past nnz overwritten", label);
+        err = tc_rel_err(ref, out, (size_t)nnz);
+        if (path != NULL)
+            *path = ri.path;
+        cr_assert(err <= bound_for(k), "%s: call %d: relative error %.3e > %.1e (%s; %s)", label, rep,
+                  err, bound_for(k), ri.kernel, ri.reason);
+        if (strncmp(ri.reason, "exploring", 9) == 0) {
+            explored++;
+            paths_seen |= 1 << ri.path;
+        }
     }
-    for (int s = 0; s < SENTINELS; s++)
-        cr_assert_eq(get(h_val, (size_t)(nnz + s), k->c), 7.0, "%s: value past nnz overwritten", label);
-    double err = tc_rel_err(ref, out, (size_t)nnz);
-    if (path != NULL)
-        *path = ri.path;
-    cr_assert(err <= bound_for(k), "%s: relative error %.3e > %.1e (%s)", label, err, bound_for(k),
-              ri.kernel);
+    if (k->explore > 0) {
+        cr_assert_geq(explored, 2, "%s: %d calls measured a path (last: %s)", label, explored,
+                      ri.reason);
+        cr_assert(__builtin_popcount((unsigned)paths_seen) >= 2, "%s: one path measured", label);
+        cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "%s: did not settle: '%s'", label,
+                  ri.reason);
+    }
+    free(h_val_init);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(C); tcsparseDestroyDnMat(dA); tcsparseDestroyDnMat(dB); tcsparseDestroy(h);
@@ -546,4 +570,30 @@ Test(gpu_sddmm, shared_matrices, .timeout = 600)
     }
     if (ran == 0)
         cr_skip_test("none of the listed matrices found in %s", dir);
+}
+
+/* The automatic route measures the candidate paths (TC base, chunked, cusparseSDDMM) on the
+ * first executions and keeps the fastest (src/route.c); each of those executions is checked. */
+Test(gpu_sddmm, measured_on_calls)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1200:900:11", &m);
+    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    const struct { cudaDataType t; int tf32; float beta; const char *name; } v[] = {
+        {CUDA_R_32F, 0, 0.5f, "3xtf32 beta=0.5"}, {CUDA_R_32F, 1, 0.0f, "tf32 beta=0"},
+        {CUDA_R_16F, 0, 0.0f, "f16 beta=0"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        sddmm_case k = base_case(48);
+        k.route = TCSPARSE_ROUTE_AUTO;
+        k.preprocess = (int)(i % 2);
+        k.ab = k.c = v[i].t;
+        k.tf32 = v[i].tf32;
+        k.beta = v[i].beta;
+        k.repeat = 12; /* 3 paths x 3 samples, then the settled route */
+        k.explore = 1;
+        run_case(&m, &k, v[i].name, NULL);
+    }
+    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    tc_csr_free(&m);
 }
