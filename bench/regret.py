@@ -5,7 +5,8 @@ usage: regret.py [--min-nnz K] [--worst W] FILE.csv [FILE.csv ...]
 
 For every (input, N, precision) with at least K nonzeros (default 10000), the regret is the
 routed time divided by the best of the forced tensor-core kernels (base, balanced) and
-cuSPARSE ALG_DEFAULT, all timed in the same run.  Prints the share of cases within 1.05 and
+cuSPARSE ALG_DEFAULT, all timed in the same run.  tcsparse-bench-sddmm's CSV files work too
+(K in place of N, cusparseSDDMM in place of ALG_DEFAULT).  Prints the share of cases within 1.05 and
 1.15, the worst case, the W worst cases (default 10), and the median host overhead of the
 routed call over the path it took (routed time minus that path's own time; a route to
 cuSPARSE CSR_ALG3 against the cusparse-alg3 row), and, where the CSV has them, how many calls
@@ -34,10 +35,12 @@ def main(argv):
     for f in files:
         with open(f) as fh:
             for r in csv.DictReader(fh):
-                key = (r['input'].split('/')[-1], int(r['N']), r['prec'])
-                runs.setdefault(key, {})[r['variant']] = (float(r['ms']), r['route'])
+                # tcsparse-bench-sddmm's rows: K for N, "cusparse" for cusparseSDDMM
+                key = (r['input'].split('/')[-1], int(r['N'] if 'N' in r else r['K']), r['prec'])
+                variant = 'cusparse-default' if r['variant'] == 'cusparse' else r['variant']
+                runs.setdefault(key, {})[variant] = (float(r['ms']), r['route'])
                 nnz[key] = int(r['nnz'])
-                if r['variant'] == 'routed' and r.get('explore_calls') not in (None, ''):
+                if variant == 'routed' and r.get('explore_calls') not in (None, ''):
                     explore[key] = int(r['explore_calls'])
     cases, overhead = [], {'cuSPARSE': [], 'cuSPARSE CSR_ALG3': [], 'TC base': [], 'TC balanced': []}
     vs_best_cu, vs_default = [], []
