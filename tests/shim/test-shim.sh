@@ -1,0 +1,20 @@
+#!/bin/sh
+# The in-process builds of the GPU tests (tests/shim/criterion/criterion.h) list their tests,
+# and a quick selection of them runs to completion: without a GPU every test skips; with one,
+# the selected conversion tests pass.  The full in-process runs are build-aux/gpu-sanitize's.
+set -u
+b=${TC_BUILDDIR:-.}
+fail=0
+for p in spmm sddmm convert cusparse gnn misuse stress reorder; do
+  prog=$b/tests/shim/san_test_gpu_$p
+  n=`"$prog" --list | wc -l`
+  if test "$n" -lt 1; then echo "test-shim: FAIL: $prog lists no test"; fail=1; fi
+  echo "test-shim: $prog: $n tests"
+done
+"$b/tests/shim/san_test_gpu_convert" gpu_convert/empty_and_tiny gpu_convert/rejects_bad_structure ||
+  { echo "test-shim: FAIL: the in-process conversion tests"; fail=1; }
+# a name that matches nothing is an error, not an empty success
+if "$b/tests/shim/san_test_gpu_convert" no_such_suite/ 2>/dev/null; then
+  echo "test-shim: FAIL: an unmatched selection passed"; fail=1
+fi
+exit $fail
