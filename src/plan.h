@@ -23,6 +23,9 @@ typedef struct tc_measured {
  * time per plan.  A sample is a pair of events around one execution; its time is read back
  * by a later call (cudaEventQuery, no synchronisation). */
 #define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
+/* calls of other kinds after which an unfinished measurement is abandoned (its kind did not
+ * come back: a one-off N), so that those kinds can be measured */
+#define TC_EXPLORE_IDLE_CALLS 32
 typedef struct {
     int active;
     int op;
@@ -34,6 +37,7 @@ typedef struct {
     float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
     int next;               /* candidate being sampled (its samples run back to back) */
     int calls;              /* executions since the kind was first seen */
+    int idle;               /* calls of other kinds since this kind's last call */
     cudaEvent_t ev[TC_EXPLORE_PAIRS][2];
     int ev_cand[TC_EXPLORE_PAIRS]; /* 1 + candidate index of a pending sample; 0: free */
     int nev;                /* pairs created */

@@ -603,12 +603,15 @@ static void tc_explore_harvest(tc_explore *x)
         const int k = x->ev_cand[i] - 1;
         float ms = -1.0f;
         x->ev_cand[i] = 0;
-        if (e == cudaSuccess && cudaEventElapsedTime(&ms, x->ev[i][0], x->ev[i][1]) == cudaSuccess) {
+        if (e != cudaSuccess) {
+            x->dropped[k] = 1; /* an error of the call's own is the caller's to see */
+        } else if (cudaEventElapsedTime(&ms, x->ev[i][0], x->ev[i][1]) != cudaSuccess) {
+            (void)cudaGetLastError(); /* this query's error, not the caller's */
+            x->dropped[k] = 1;
+        } else {
             x->done[k]++;
             if (x->best_ms[k] < 0.0f || ms < x->best_ms[k])
                 x->best_ms[k] = ms;
-        } else {
-            x->dropped[k] = 1; /* an error of the call's own is the caller's to see */
         }
     }
     if (not_ready && cudaPeekAtLastError() == cudaErrorNotReady)
@@ -650,10 +653,31 @@ static void tc_explore_finish(struct tc_plan *p)
 /* This execution's part in the measurement of its kind of call: returns the pair of events
  * that must wrap it, with d rewritten to the candidate to run, or -1 to run d (rewritten
  * to the measured decision when the measurement completes here). */
-static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *kind,
-                           tc_decision *d, int alg3_ok)
+static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *kind,
+                                   tc_decision *d, int alg3_ok)
 {
     tc_explore *x = &p->explore;
+    /* nothing is queried, created or recorded for a stream being captured: a query of an
+     * event inside a global-mode capture invalidates the caller's graph */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the error of this query, not the caller's */
+        return -1;
+    }
+    if (cap != cudaStreamCaptureStatusNone)
+        return -1;
+    const int same = x->active && x->op == kind->op && x->N == kind->n &&
+                     x->ab_type == kind->ab_type && x->c_type == kind->c_type &&
+                     x->tf32 == kind->tf32;
+    if (x->active && !same) {
+        /* another kind is being measured; one that does not come back (a one-off N) must
+         * not hold the plan's measurement for ever */
+        if (++x->idle <= TC_EXPLORE_IDLE_CALLS)
+            return -1; /* the model decides this call */
+        for (int i = 0; i < x->nev; i++)
+            x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record wins */
+        x->active = 0;
+    }
     if (!x->active) {
         if (d->ncand < 2)
             return -1; /* the model's choice has no rival worth a measurement */
@@ -671,45 +695,44 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_
         }
         x->next = 0;
         x->calls = 0;
-    } else if (x->op != kind->op || x->N != kind->n || x->ab_type != kind->ab_type ||
-               x->c_type != kind->c_type || x->tf32 != kind->tf32) {
-        return -1; /* another kind of call is being measured: the model decides this one */
     }
+    x->idle = 0;
     x->calls++;
     tc_explore_harvest(x);
     int pending = 0, left = 0;
     for (int i = 0; i < x->nev; i++)
         pending += x->ev_cand[i] != 0;
-    for (int i = 0; i < x->ncand; i++)
+    for (int i = 0; i < x->ncand; i++) {
+        if (x->cand[i] == TC_SEL_CAND_ALG3 && !alg3_ok)
+            x->dropped[i] = 1; /* this call asked for another algorithm than ALG_DEFAULT */
         if (!x->dropped[i] && x->issued[i] < TC_SEL_EXPLORE_SAMPLES)
             left += TC_SEL_EXPLORE_SAMPLES - x->issued[i];
+    }
     if (left == 0 && pending == 0) {
         tc_explore_finish(p);
         tc_decision_measured(d, tc_measured_lookup(p, kind), kind->op, alg3_ok, 0);
         return -1;
     }
-    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    const int capturing = cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess ||
-                          cap != cudaStreamCaptureStatusNone;
     int pair = -1;
     for (int i = 0; i < x->nev && pair < 0; i++)
         if (x->ev_cand[i] == 0)
             pair = i;
-    if (left > 0 && !capturing && pair < 0 && x->nev < TC_EXPLORE_PAIRS) {
-        if (cudaEventCreate(&x->ev[x->nev][0]) == cudaSuccess) {
-            if (cudaEventCreate(&x->ev[x->nev][1]) == cudaSuccess)
-                pair = x->nev++;
-            else
-                (void)cudaEventDestroy(x->ev[x->nev][0]);
+    if (left > 0 && pair < 0 && x->nev < TC_EXPLORE_PAIRS) {
+        if (cudaEventCreate(&x->ev[x->nev][0]) != cudaSuccess) {
+            (void)cudaGetLastError(); /* this creation's error, not the caller's */
+        } else if (cudaEventCreate(&x->ev[x->nev][1]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            (void)cudaEventDestroy(x->ev[x->nev][0]);
+        } else {
+            pair = x->nev++;
         }
-        (void)cudaGetLastError(); /* without events the model decides: no error of the call's */
     }
-    if (left == 0 || capturing || pair < 0) {
-        /* samples still in flight (or none can be taken now): the model's choice */
+    if (left == 0 || pair < 0) {
+        /* samples still in flight (or no events to be had): the model's choice */
         d->ra.kind = 0;
         snprintf(d->reason, sizeof d->reason,
-                 "exploring: %d sample(s) in flight%s; model: TC %.1f us, cuSPARSE %.1f us",
-                 pending, capturing ? ", stream capturing" : "",
+                 "exploring: %d sample(s) in flight; model: TC %.1f us, cuSPARSE %.1f us",
+                 pending,
                  d->pred[d->path == TCSPARSE_PATH_TC_BALANCED ? TC_SEL_CAND_BALANCED
                                                               : TC_SEL_CAND_BASE],
                  d->pred[d->alg3 ? TC_SEL_CAND_ALG3 : TC_SEL_CAND_CUSPARSE]);
@@ -730,6 +753,19 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_
     snprintf(d->reason, sizeof d->reason,
              "exploring: %s, sample %d of %d (model %.1f us; %d candidates)", tc_cand_name[x->cand[k]],
              x->issued[k], TC_SEL_EXPLORE_SAMPLES, pm, x->ncand);
+    return pair;
+}
+
+/* The step with this thread's capture mode relaxed: another thread's global-mode capture
+ * must not be invalidated by the event queries (they are not part of any capture). */
+static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *kind,
+                           tc_decision *d, int alg3_ok)
+{
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+    const int pair = tc_explore_step_relaxed(h, p, kind, d, alg3_ok);
+    if (swapped)
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
     return pair;
 }
 
@@ -798,9 +834,12 @@ tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
         /* the candidate cannot run here, or ran as another: no sample, no candidate */
         x->ev_cand[pair] = 0;
         x->dropped[c] = 1;
-        if (st == TCSPARSE_STATUS_SUCCESS || c == 0)
+        /* the model's choice runs instead only after a refusal made before anything was
+         * launched (a short cuSPARSE buffer, an unsupported case): after a failed launch C
+         * may be partly written, and beta must not be applied twice */
+        const int refused = st == TCSPARSE_STATUS_INVALID_VALUE || st == TCSPARSE_STATUS_NOT_SUPPORTED;
+        if (st == TCSPARSE_STATUS_SUCCESS || c == 0 || !refused)
             return st; /* c == 0: the model's own choice failed, as it would have unmeasured */
-        /* nothing was launched (the paths refuse before they launch): the model's choice */
         tc_error_clear();
         return run(ctx, &again, &as_planned);
     }

@@ -675,3 +675,100 @@ Test(gpu_spmm, measured_on_calls)
     unsetenv("TCSPARSE_EXPLORE_FACTOR");
     tc_csr_free(&m);
 }
+
+/* A measurement in progress must not disturb a stream capture: samples recorded before the
+ * capture are not read inside it (an event query there invalidates a global-mode capture),
+ * the captured call takes the model's path, the graph replays correctly, and the
+ * measurement resumes after the capture and settles. */
+Test(gpu_spmm, measuring_then_capture)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1500:700:9", &m);
+    const int64_t M = m.rows, K = m.cols, N = 40;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m.nnz), *hB = malloc(sizeof *hB * (size_t)(K * N));
+    float *hC = malloc(sizeof *hC * (size_t)(M * N));
+    double *ref = calloc((size_t)(M * N), sizeof *ref);
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m.row_off[r];
+    for (int64_t e = 0; e < m.nnz; e++)
+        val[e] = (float)m.val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hB[i] = (float)urand();
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t e = m.row_off[r]; e < m.row_off[r + 1]; e++)
+            for (int64_t j = 0; j < N; j++)
+                ref[r * N + j] += (double)val[e] * hB[m.col[e] * N + j];
+    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
+    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
+    void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
+    void *d_C = NULL;
+    cr_assert_eq(cudaMalloc(&d_C, sizeof *hC * (size_t)(M * N)), cudaSuccess);
+    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cudaStream_t cs;
+    cr_assert_eq(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    cr_assert_eq(tcsparseSetStream(h, cs), 0);
+    cr_assert_eq(tcsparseSetMathMode(h, TCSPARSE_MATH_TF32), 0);
+    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    const float alpha = 1.0f, beta = 0.0f;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
+    tcsparseRouteInfo_t ri;
+    for (int i = 0; i < 2; i++) { /* the measurement starts; its samples complete, unread */
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        tcsparseGetLastRoute(h, &ri);
+        cr_assert(strncmp(ri.reason, "exploring", 9) == 0, "call %d: %s", i, ri.reason);
+    }
+    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    cr_assert_eq(cudaMemset(d_C, 0xff, sizeof *hC * (size_t)(M * N)), cudaSuccess); /* NaN */
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec;
+    cr_assert_eq(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal), cudaSuccess);
+    tcsparseStatus_t st = tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf);
+    cr_assert_eq(cudaStreamEndCapture(cs, &graph), cudaSuccess, "the capture was invalidated");
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "captured call: %s", tcsparseGetLastErrorMessage());
+    cr_assert_not_null(graph);
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "an error left behind by the captured call");
+    tcsparseGetLastRoute(h, &ri);
+    cr_assert(strncmp(ri.reason, "exploring", 9) != 0 || strstr(ri.reason, "sample ") == NULL,
+              "a sample was taken inside the capture: %s", ri.reason);
+    cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(exec, cs), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(hC, d_C, sizeof *hC * (size_t)(M * N), cudaMemcpyDeviceToHost), cudaSuccess);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        cr_assert(isfinite(hC[i]), "C[%lld] not written by the graph", (long long)i);
+        num += (hC[i] - ref[i]) * (hC[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    cr_assert(sqrt(num / den) <= 5e-3, "graph: relative error %.3e (%s)", sqrt(num / den), ri.kernel);
+    /* after the capture the measurement goes on and settles */
+    int calls = 0;
+    do {
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf), 0);
+        cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+        tcsparseGetLastRoute(h, &ri);
+    } while (strncmp(ri.reason, "measured on", 11) != 0 && ++calls < 20);
+    cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "did not settle: %s", ri.reason);
+    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaStreamDestroy(cs);
+    cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
+    free(off); free(val); free(hB); free(hC); free(ref);
+    tc_csr_free(&m);
+}

@@ -11,8 +11,16 @@ for p in spmm sddmm convert cusparse gnn misuse stress reorder; do
   if test "$n" -lt 1; then echo "test-shim: FAIL: $prog lists no test"; fail=1; fi
   echo "test-shim: $prog: $n tests"
 done
-"$b/tests/shim/san_test_gpu_convert" gpu_convert/empty_and_tiny gpu_convert/rejects_bad_structure ||
-  { echo "test-shim: FAIL: the in-process conversion tests"; fail=1; }
+"$b/tests/shim/san_test_gpu_convert" gpu_convert/empty_and_tiny gpu_convert/rejects_bad_structure
+rc=$?
+case $rc in
+  0) ;;
+  77) echo "test-shim: no GPU: the selected tests skipped (exit 77)" ;;
+  *) echo "test-shim: FAIL: the in-process conversion tests (exit $rc)"; fail=1 ;;
+esac
+# each parameter of a parameterized test reports on its own
+n=`"$b/tests/shim/san_test_gpu_cusparse" gpu_cusparse/spmm 2>&1 | grep -c '^\[\(PASS\|SKIP\|FAIL\)\] gpu_cusparse/spmm\['`
+if test "$n" -lt 2; then echo "test-shim: FAIL: parameters of gpu_cusparse/spmm not reported one by one"; fail=1; fi
 # a name that matches nothing is an error, not an empty success
 if "$b/tests/shim/san_test_gpu_convert" no_such_suite/ 2>/dev/null; then
   echo "test-shim: FAIL: an unmatched selection passed"; fail=1
