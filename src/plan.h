@@ -8,10 +8,23 @@
 
 /* A decision measured for one kind of call: at _preprocess (TCSPARSE_SELECT=measure, SpMM) or
  * on the first executions (route.c). */
-typedef struct tc_measured {
-    int op;                 /* TC_SEL_OP_SPMM (0) or TC_SEL_OP_SDDMM (1) */
-    int64_t N;              /* SpMM: N; SDDMM: the inner dimension K */
+/* A kind of call, the key of measured decisions: operation (TC_SEL_OP_SPMM 0 or
+ * TC_SEL_OP_SDDMM 1), N (SpMM) or the inner dimension K (SDDMM), A/B and C types (TC_T_*),
+ * math mode. */
+typedef struct {
+    int op;
+    int64_t n;
     int ab_type, c_type, tf32;
+} tc_call_kind;
+
+static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
+{
+    return a->op == b->op && a->n == b->n && a->ab_type == b->ab_type &&
+           a->c_type == b->c_type && a->tf32 == b->tf32;
+}
+
+typedef struct tc_measured {
+    tc_call_kind kind;
     tcsparsePath_t path;    /* the fastest of the candidates */
     float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
     float ms_cusparse_alg3; /* the cuSPARSE route's CSR_ALG3 (route.c); negative: not one */
@@ -28,9 +41,7 @@ typedef struct tc_measured {
 #define TC_EXPLORE_IDLE_CALLS 32
 typedef struct {
     int active;
-    int op;
-    int64_t N;
-    int ab_type, c_type, tf32;
+    tc_call_kind kind;      /* the kind being measured */
     int ncand;
     int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
     int issued[4], done[4], dropped[4];

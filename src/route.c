@@ -174,12 +174,9 @@ static void tc_decision_alg3(tc_decision *d)
 
 const tc_measured *tc_measured_lookup(const struct tc_plan *p, const tc_call_kind *k)
 {
-    for (int i = p->nmeasured - 1; i >= 0; i--) {
-        const tc_measured *m = &p->measured[i];
-        if (m->op == k->op && m->N == k->n && m->ab_type == k->ab_type &&
-            m->c_type == k->c_type && m->tf32 == k->tf32)
-            return m;
-    }
+    for (int i = p->nmeasured - 1; i >= 0; i--)
+        if (tc_call_kind_eq(&p->measured[i].kind, k))
+            return &p->measured[i];
     return NULL;
 }
 
@@ -395,7 +392,11 @@ static int tc_select_measure(void)
     return e != NULL && strcmp(e, "measure") == 0;
 }
 
+/* One SpMM call's arguments: what the measured mode at _preprocess times, and what the
+ * measurement on the executions runs (tc_spmm_exec_cb). */
 typedef struct {
+    tcsparseHandle_t h;
+    const struct tc_plan *plan;
     tcsparseOperation_t opA, opB;
     const void *alpha, *beta;
     tcsparseConstSpMatDescr_t A;
@@ -462,9 +463,7 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
         goto done; /* measuring is an optimisation: without memory, the rule decides */
     tc_spmm_call c = *call;
     c.C = &scratch;
-    tc_measured m = {.op = TC_SEL_OP_SPMM, .N = call->C->cols, .ab_type = tc_route_ab_type(call->B->value_type),
-                     .c_type = tc_route_ab_type(call->C->value_type),
-                     .tf32 = h->math == TCSPARSE_MATH_TF32};
+    tc_measured m = {.kind = tc_spmm_kind(h, call->B, call->C)};
     m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
     m.ms_balanced = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
     m.ms_cusparse = tc_time_path(h, &c, plan, TCSPARSE_PATH_CUSPARSE, e0, e1);
@@ -548,7 +547,7 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     }
     if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_route_effective(h) == TCSPARSE_ROUTE_AUTO &&
         tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
-        tc_spmm_call c = {opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
+        tc_spmm_call c = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
                           tc_alg3_mode() != TC_ALG3_NEVER &&
                               tc_alg3_applies(h, opA, opB, A, B, C, ct, alg)};
         tc_spmm_measure(h, &c, plan);
@@ -565,7 +564,7 @@ _Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EX
                "plan.h's tc_explore is sized for select.h's candidates and samples");
 
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
-int tc_select_model_only(void)
+static int tc_select_model_only(void)
 {
     const char *e = getenv("TCSPARSE_SELECT");
     return e != NULL && strcmp(e, "model") == 0;
@@ -623,7 +622,7 @@ static void tc_explore_harvest(tc_explore *x)
 static void tc_explore_finish(struct tc_plan *p)
 {
     tc_explore *x = &p->explore;
-    tc_measured m = {.op = x->op, .N = x->N, .ab_type = x->ab_type, .c_type = x->c_type, .tf32 = x->tf32,
+    tc_measured m = {.kind = x->kind,
                      .ms_base = -1.0f, .ms_balanced = -1.0f, .ms_cusparse = -1.0f,
                      .ms_cusparse_alg3 = -1.0f, .calls = x->calls};
     int best = 0; /* the model's choice */
@@ -643,7 +642,7 @@ static void tc_explore_finish(struct tc_plan *p)
         }
     }
     tc_decision d;
-    tc_decision_cand(&d, x->op, x->cand[best]);
+    tc_decision_cand(&d, x->kind.op, x->cand[best]);
     m.path = d.path;
     m.alg3 = d.alg3;
     tc_measured_push(p, &m);
@@ -666,10 +665,7 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
     }
     if (cap != cudaStreamCaptureStatusNone)
         return -1;
-    const int same = x->active && x->op == kind->op && x->N == kind->n &&
-                     x->ab_type == kind->ab_type && x->c_type == kind->c_type &&
-                     x->tf32 == kind->tf32;
-    if (x->active && !same) {
+    if (x->active && !tc_call_kind_eq(&x->kind, kind)) {
         /* another kind is being measured; one that does not come back (a one-off N) must
          * not hold the plan's measurement for ever */
         if (++x->idle <= TC_EXPLORE_IDLE_CALLS)
@@ -682,11 +678,7 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
         if (d->ncand < 2)
             return -1; /* the model's choice has no rival worth a measurement */
         x->active = 1;
-        x->op = kind->op;
-        x->N = kind->n;
-        x->ab_type = kind->ab_type;
-        x->c_type = kind->c_type;
-        x->tf32 = kind->tf32;
+        x->kind = *kind;
         x->ncand = d->ncand;
         for (int i = 0; i < TC_SEL_NCAND; i++) {
             x->cand[i] = i < d->ncand ? d->cand[i] : 0;
@@ -816,6 +808,11 @@ tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
                                       tc_exec_fn run, void *ctx)
 {
     int as_planned;
+    /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model, and
+     * not for the interposer, which runs the real cuSPARSE itself (its calls cannot be timed
+     * here) */
+    if (d->ncand == 0 || plan == NULL || h->defer_cusparse || tc_select_model_only())
+        return run(ctx, d, &as_planned);
     const tc_decision model = *d;
     const int pair = tc_explore_step(h, plan, k, d, alg3_ok);
     if (pair < 0)
@@ -851,22 +848,9 @@ tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
     return st;
 }
 
-typedef struct {
-    tcsparseHandle_t h;
-    const struct tc_plan *plan;
-    tcsparseOperation_t opA, opB;
-    const void *alpha, *beta;
-    tcsparseConstSpMatDescr_t A;
-    tcsparseConstDnMatDescr_t B;
-    tcsparseDnMatDescr_t C;
-    cudaDataType ct;
-    tcsparseSpMMAlg_t alg;
-    void *buffer;
-} tc_spmm_exec_ctx;
-
 static tcsparseStatus_t tc_spmm_exec_cb(void *p, tc_decision *d, int *as_planned)
 {
-    const tc_spmm_exec_ctx *c = p;
+    const tc_spmm_call *c = p;
     const int want_alg3 = d->path == TCSPARSE_PATH_CUSPARSE && d->alg3;
     int ran_alg3;
     tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->B,
@@ -891,13 +875,8 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         h->deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    tc_spmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
-    int as_planned;
-    /* the interposer runs the real cuSPARSE itself: its calls cannot be timed here */
-    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only()) {
-        const tc_call_kind k = tc_spmm_kind(h, B, C);
-        return tc_route_explore_run(h, plan, &k, &d, tc_alg3_applies(h, opA, opB, A, B, C, ct, alg),
-                                    tc_spmm_exec_cb, &ctx);
-    }
-    return tc_spmm_exec_cb(&ctx, &d, &as_planned);
+    tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
+                        tc_alg3_applies(h, opA, opB, A, B, C, ct, alg)};
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    return tc_route_explore_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
 }

@@ -5,6 +5,7 @@
 #define TC_ROUTE_H
 
 #include "internal.h"
+#include "plan.h"
 
 /* A routing decision: path, kernel name and a one-line reason. */
 typedef struct {
@@ -20,31 +21,20 @@ typedef struct {
     double pred[4];
 } tc_decision;
 
-/* A kind of call, the key of measured decisions: operation (TC_SEL_OP_*), N (SpMM) or K
- * (SDDMM), A/B and C types (TC_T_*), math mode. */
-typedef struct {
-    int op;
-    int64_t n;
-    int ab_type, c_type, tf32;
-} tc_call_kind;
-
-struct tc_plan;
-struct tc_measured;
-/* The plan's measured decision for this kind of call, or NULL. */
+/* The plan's measured decision for this kind of call (tc_call_kind, plan.h), or NULL. */
 const struct tc_measured *tc_measured_lookup(const struct tc_plan *p, const tc_call_kind *k);
 /* d takes the measured decision m; alg3_ok: the SpMM cuSPARSE route may run CSR_ALG3. */
 void tc_decision_measured(tc_decision *d, const struct tc_measured *m, int op, int alg3_ok,
                           int force_alg3);
-/* Runs decision d of the automatic route (its candidates in d->cand) through the measurement
- * on the executions: run(ctx, d, &as_planned) executes and records a decision (as_planned
- * 0 when it ran as another path: CSR_ALG3 falling back).  Where nothing is measured (another
- * kind in progress, a capture, no rival candidate) it is run(ctx, d) as is. */
+/* Runs decision d: run(ctx, d, &as_planned) executes and records a decision (as_planned 0
+ * when it ran as another path: CSR_ALG3 falling back).  A model decision of the automatic
+ * route with candidates (d->ncand > 0) goes through the measurement on the executions, which
+ * may run a candidate instead; otherwise (nothing to measure, TCSPARSE_SELECT=model, the
+ * interposer, another kind in progress, a capture) d runs as it is. */
 typedef tcsparseStatus_t (*tc_exec_fn)(void *ctx, tc_decision *d, int *as_planned);
 tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
                                       const tc_call_kind *k, tc_decision *d, int alg3_ok,
                                       tc_exec_fn run, void *ctx);
-/* TCSPARSE_SELECT=model: the model alone decides. */
-int tc_select_model_only(void);
 /* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 

@@ -255,11 +255,6 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
         return TCSPARSE_STATUS_SUCCESS;
     }
     tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
-    int as_planned;
-    /* the interposer runs the real cuSPARSE itself: its calls cannot be timed here */
-    if (d.ncand > 0 && plan != NULL && !h->defer_cusparse && !tc_select_model_only()) {
-        const tc_call_kind k = tc_sddmm_kind(h, A, C);
-        return tc_route_explore_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
-    }
-    return tc_sddmm_exec_cb(&ctx, &d, &as_planned);
+    const tc_call_kind k = tc_sddmm_kind(h, A, C);
+    return tc_route_explore_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
 }
