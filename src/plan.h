@@ -26,8 +26,8 @@ static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
 typedef struct tc_measured {
     tc_call_kind kind;
     tcsparsePath_t path;    /* the fastest of the candidates */
-    float ms_base, ms_balanced, ms_cusparse; /* negative: not a candidate */
-    float ms_cusparse_alg3; /* the cuSPARSE route's CSR_ALG3 (route.c); negative: not one */
+    float ms[4];            /* by TC_SEL_CAND_* (select.h): TC base, TC balanced, cuSPARSE,
+                             * its CSR_ALG3; negative: not measured */
     int alg3;               /* path is cuSPARSE and CSR_ALG3 was the faster algorithm */
     int calls;              /* 0: measured at _preprocess; else the executions it took */
 } tc_measured;

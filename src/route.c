@@ -209,10 +209,7 @@ void tc_decision_measured(tc_decision *d, const tc_measured *m, int op, int alg3
         tc_decision_alg3(d);
     memset(&d->ra, 0, sizeof d->ra);
     d->ra.kind = 3;
-    d->ra.ms[0] = m->ms_base;
-    d->ra.ms[1] = m->ms_balanced;
-    d->ra.ms[2] = m->ms_cusparse;
-    d->ra.ms[3] = m->ms_cusparse_alg3;
+    memcpy(d->ra.ms, m->ms, sizeof d->ra.ms);
     d->ra.calls = m->calls;
     d->reason[0] = '\0';
 }
@@ -225,6 +222,34 @@ static void tc_measured_push(struct tc_plan *plan, const tc_measured *m)
         plan->nmeasured--;
     }
     plan->measured[plan->nmeasured++] = *m;
+}
+
+/* d runs candidate k (TC_SEL_CAND_*) of an operation op. */
+static void tc_decision_cand(tc_decision *d, int op, int k)
+{
+    d->alg3 = 0;
+    d->ra.kind = 0;
+    tc_str_join(d->kernel, sizeof d->kernel, op == TC_SEL_OP_SDDMM ? "cusparseSDDMM" : "cusparseSpMM",
+                NULL);
+    d->path = k == TC_SEL_CAND_BASE       ? TCSPARSE_PATH_TC_BASE
+              : k == TC_SEL_CAND_BALANCED ? TCSPARSE_PATH_TC_BALANCED
+                                          : TCSPARSE_PATH_CUSPARSE;
+    if (k == TC_SEL_CAND_ALG3)
+        tc_decision_alg3(d);
+}
+
+/* m->path and m->alg3: the fastest measured of the candidates in order[0..n), starting from
+ * candidate first (kept where nothing is faster; ties go to the earlier). */
+static void tc_measured_choose(tc_measured *m, const int *order, int n, int first)
+{
+    int best = first;
+    for (int i = 0; i < n; i++)
+        if (m->ms[order[i]] >= 0.0f && (m->ms[best] < 0.0f || m->ms[order[i]] < m->ms[best]))
+            best = order[i];
+    tc_decision d;
+    tc_decision_cand(&d, m->kind.op, best);
+    m->path = d.path;
+    m->alg3 = d.alg3;
 }
 
 /* TCSPARSE_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
@@ -464,25 +489,12 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
     tc_spmm_call c = *call;
     c.C = &scratch;
     tc_measured m = {.kind = tc_spmm_kind(h, call->B, call->C)};
-    m.ms_base = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
-    m.ms_balanced = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
-    m.ms_cusparse = tc_time_path(h, &c, plan, TCSPARSE_PATH_CUSPARSE, e0, e1);
-    m.ms_cusparse_alg3 = c.alg3_ok ? tc_time_path(h, &c, plan, TC_PATH_ALG3, e0, e1) : -1.0f;
-    m.path = TCSPARSE_PATH_CUSPARSE;
-    float best = m.ms_cusparse;
-    if (m.ms_cusparse_alg3 >= 0.0f && (best < 0.0f || m.ms_cusparse_alg3 < best)) {
-        m.alg3 = 1;
-        best = m.ms_cusparse_alg3;
-    }
-    if (m.ms_base >= 0.0f && (best < 0.0f || m.ms_base < best)) {
-        m.path = TCSPARSE_PATH_TC_BASE;
-        m.alg3 = 0;
-        best = m.ms_base;
-    }
-    if (m.ms_balanced >= 0.0f && (best < 0.0f || m.ms_balanced < best)) {
-        m.path = TCSPARSE_PATH_TC_BALANCED;
-        m.alg3 = 0;
-    }
+    m.ms[TC_SEL_CAND_BASE] = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BASE, e0, e1);
+    m.ms[TC_SEL_CAND_BALANCED] = tc_time_path(h, &c, plan, TCSPARSE_PATH_TC_BALANCED, e0, e1);
+    m.ms[TC_SEL_CAND_CUSPARSE] = tc_time_path(h, &c, plan, TCSPARSE_PATH_CUSPARSE, e0, e1);
+    m.ms[TC_SEL_CAND_ALG3] = c.alg3_ok ? tc_time_path(h, &c, plan, TC_PATH_ALG3, e0, e1) : -1.0f;
+    static const int order[3] = {TC_SEL_CAND_ALG3, TC_SEL_CAND_BASE, TC_SEL_CAND_BALANCED};
+    tc_measured_choose(&m, order, 3, TC_SEL_CAND_CUSPARSE); /* cuSPARSE unless faster */
     tc_measured_push(plan, &m);
 done:
     tc_dnmat_cusparse_release(&scratch);
@@ -573,32 +585,15 @@ static int tc_select_model_only(void)
 static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced", "cuSPARSE",
                                                        "cuSPARSE CSR_ALG3"};
 
-/* d runs candidate k (TC_SEL_CAND_*) of an operation op. */
-static void tc_decision_cand(tc_decision *d, int op, int k)
-{
-    d->alg3 = 0;
-    d->ra.kind = 0;
-    tc_str_join(d->kernel, sizeof d->kernel, op == TC_SEL_OP_SDDMM ? "cusparseSDDMM" : "cusparseSpMM",
-                NULL);
-    d->path = k == TC_SEL_CAND_BASE       ? TCSPARSE_PATH_TC_BASE
-              : k == TC_SEL_CAND_BALANCED ? TCSPARSE_PATH_TC_BALANCED
-                                          : TCSPARSE_PATH_CUSPARSE;
-    if (k == TC_SEL_CAND_ALG3)
-        tc_decision_alg3(d);
-}
-
 /* Reads back the samples whose second event has completed (no synchronisation). */
 static void tc_explore_harvest(tc_explore *x)
 {
-    int not_ready = 0;
     for (int i = 0; i < x->nev; i++) {
         if (x->ev_cand[i] == 0)
             continue;
         const cudaError_t e = cudaEventQuery(x->ev[i][1]);
-        if (e == cudaErrorNotReady) {
-            not_ready = 1;
+        if (e == cudaErrorNotReady) /* not a last error: nothing to clear */
             continue;
-        }
         const int k = x->ev_cand[i] - 1;
         float ms = -1.0f;
         x->ev_cand[i] = 0;
@@ -613,8 +608,6 @@ static void tc_explore_harvest(tc_explore *x)
                 x->best_ms[k] = ms;
         }
     }
-    if (not_ready && cudaPeekAtLastError() == cudaErrorNotReady)
-        (void)cudaGetLastError(); /* "not yet" is no error of the caller's */
 }
 
 /* The measurement is complete: the plan keeps the fastest candidate for this kind of call
@@ -622,29 +615,11 @@ static void tc_explore_harvest(tc_explore *x)
 static void tc_explore_finish(struct tc_plan *p)
 {
     tc_explore *x = &p->explore;
-    tc_measured m = {.kind = x->kind,
-                     .ms_base = -1.0f, .ms_balanced = -1.0f, .ms_cusparse = -1.0f,
-                     .ms_cusparse_alg3 = -1.0f, .calls = x->calls};
-    int best = 0; /* the model's choice */
-    float best_ms = -1.0f;
-    for (int i = 0; i < x->ncand; i++) {
-        if (x->dropped[i] || x->done[i] == 0)
-            continue;
-        const float t = x->best_ms[i];
-        float *slot = x->cand[i] == TC_SEL_CAND_BASE       ? &m.ms_base
-                      : x->cand[i] == TC_SEL_CAND_BALANCED ? &m.ms_balanced
-                      : x->cand[i] == TC_SEL_CAND_CUSPARSE ? &m.ms_cusparse
-                                                           : &m.ms_cusparse_alg3;
-        *slot = t;
-        if (best_ms < 0.0f || t < best_ms) {
-            best = i;
-            best_ms = t;
-        }
-    }
-    tc_decision d;
-    tc_decision_cand(&d, x->kind.op, x->cand[best]);
-    m.path = d.path;
-    m.alg3 = d.alg3;
+    tc_measured m = {.kind = x->kind, .ms = {-1.0f, -1.0f, -1.0f, -1.0f}, .calls = x->calls};
+    for (int i = 0; i < x->ncand; i++)
+        if (!x->dropped[i] && x->done[i] > 0)
+            m.ms[x->cand[i]] = x->best_ms[i];
+    tc_measured_choose(&m, x->cand, x->ncand, x->cand[0]); /* the model's choice unless faster */
     tc_measured_push(p, &m);
     x->active = 0; /* the events stay for the next kind of call */
 }
@@ -803,11 +778,15 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
     return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
 }
 
-tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
-                                      const tc_call_kind *k, tc_decision *d, int alg3_ok,
-                                      tc_exec_fn run, void *ctx)
+tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc_call_kind *k,
+                              tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx)
 {
     int as_planned;
+    if (h->decide_only) { /* the interposer asks where the call would go */
+        tc_route_record(h, d);
+        h->deferred = 1;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model, and
      * not for the interposer, which runs the real cuSPARSE itself (its calls cannot be timed
      * here) */
@@ -870,13 +849,8 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    if (h->decide_only) { /* the interposer asks where the call would go */
-        tc_route_record(h, &d);
-        h->deferred = 1;
-        return TCSPARSE_STATUS_SUCCESS;
-    }
     tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
                         tc_alg3_applies(h, opA, opB, A, B, C, ct, alg)};
     const tc_call_kind k = tc_spmm_kind(h, B, C);
-    return tc_route_explore_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
+    return tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
 }

@@ -27,14 +27,14 @@ const struct tc_measured *tc_measured_lookup(const struct tc_plan *p, const tc_c
 void tc_decision_measured(tc_decision *d, const struct tc_measured *m, int op, int alg3_ok,
                           int force_alg3);
 /* Runs decision d: run(ctx, d, &as_planned) executes and records a decision (as_planned 0
- * when it ran as another path: CSR_ALG3 falling back).  A model decision of the automatic
- * route with candidates (d->ncand > 0) goes through the measurement on the executions, which
- * may run a candidate instead; otherwise (nothing to measure, TCSPARSE_SELECT=model, the
- * interposer, another kind in progress, a capture) d runs as it is. */
+ * when it ran as another path: CSR_ALG3 falling back).  For the interposer's decide-only
+ * calls it records d and runs nothing.  A model decision of the automatic route with
+ * candidates (d->ncand > 0) goes through the measurement on the executions, which may run a
+ * candidate instead; otherwise (nothing to measure, TCSPARSE_SELECT=model, the interposer,
+ * another kind in progress, a capture) d runs as it is. */
 typedef tcsparseStatus_t (*tc_exec_fn)(void *ctx, tc_decision *d, int *as_planned);
-tcsparseStatus_t tc_route_explore_run(tcsparseHandle_t h, struct tc_plan *plan,
-                                      const tc_call_kind *k, tc_decision *d, int alg3_ok,
-                                      tc_exec_fn run, void *ctx);
+tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc_call_kind *k,
+                              tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx);
 /* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 

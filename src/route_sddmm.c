@@ -249,12 +249,7 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    if (h->decide_only) { /* the interposer asks where the call would go */
-        tc_route_record(h, &d);
-        h->deferred = 1;
-        return TCSPARSE_STATUS_SUCCESS;
-    }
     tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
     const tc_call_kind k = tc_sddmm_kind(h, A, C);
-    return tc_route_explore_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
+    return tc_route_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
 }
