@@ -4,6 +4,8 @@
 #define TC_BENCH_TIMING_H
 
 #include <cuda_runtime_api.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
 
 /* Runs variant v of the case in ctx once on the default stream; 0 on success. */
 typedef int (*tc_bench_run_fn)(void *ctx, int v);
@@ -18,5 +20,13 @@ typedef int (*tc_bench_run_fn)(void *ctx, int v);
 void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int warm,
                                tc_bench_run_fn run, void *ctx, cudaEvent_t e0, cudaEvent_t e1,
                                const char *const *names);
+
+/* The automatic route measures its candidate paths on the first calls of a kind of call
+ * (src/route.c).  When the last call on h was one of those ("exploring" in ri->reason), runs
+ * variant v again, synchronising after each run, until the route has settled ("measured on
+ * K calls"), at most 64 calls; *ri is then the last route.  Returns the calls that were
+ * measuring, 0 when the last call was not. */
+int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,
+                          void *ctx, int v);
 
 #endif

@@ -247,24 +247,15 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             if (v == V_ROUTED) {
                 /* the first calls of a kind measure the candidate paths on themselves
                  * (src/route.c): time the route it settles on, and report the calls taken */
-                if (strncmp(ri.reason, "exploring", 9) == 0) {
-                    /* until the route has settled ("measured on K calls"), at most 64 calls */
-                    explore_calls = 1;
-                    while (strncmp(ri.reason, "measured", 8) != 0 && explore_calls < 64) {
-                        if (run_variant(&c, v))
-                            break;
+                explore_calls = tc_bench_settle_route(c.tc, &ri, run_cb, &c, v);
+                /* the settled route's result is the one checked */
+                if (explore_calls > 0 && o->check && ref) {
+                    CK(cudaMemset(d_C, 0xff, (size_t)nnz * tsize(ct)));
+                    if (run_variant(&c, v) == 0) {
                         CK(cudaDeviceSynchronize());
-                        tcsparseGetLastRoute(c.tc, &ri);
-                        explore_calls += strncmp(ri.reason, "measured", 8) != 0;
-                    }
-                    if (o->check && ref) { /* the settled route's result is the one checked */
-                        CK(cudaMemset(d_C, 0xff, (size_t)nnz * tsize(ct)));
-                        if (run_variant(&c, v) == 0) {
-                            CK(cudaDeviceSynchronize());
-                            double *out = download(d_C, (size_t)nnz, ct);
-                            err[v] = rel_err(ref, out, (size_t)nnz);
-                            free(out);
-                        }
+                        double *out = download(d_C, (size_t)nnz, ct);
+                        err[v] = rel_err(ref, out, (size_t)nnz);
+                        free(out);
                     }
                 }
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);

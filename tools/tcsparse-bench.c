@@ -258,6 +258,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     double *ref = NULL;
     char route_kernel[64] = "";
     int explore_calls = 0;
+    run_ctx rc = {&c, vt};
     /* cuSPARSE's default first: it is the reference every other variant is checked against */
     int order[V_COUNT], no = 0;
     order[no++] = V_CU_DEFAULT;
@@ -294,24 +295,15 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             if (v == V_ROUTED) {
                 /* the first calls of a kind measure the candidate paths on themselves
                  * (src/route.c): time the route it settles on, and report the calls taken */
-                if (strncmp(ri.reason, "exploring", 9) == 0) {
-                    /* until the route has settled ("measured on K calls"), at most 64 calls */
-                    explore_calls = 1;
-                    while (strncmp(ri.reason, "measured", 8) != 0 && explore_calls < 64) {
-                        if (run_variant(&c, v, vt))
-                            break;
+                explore_calls = tc_bench_settle_route(c.tc, &ri, run_cb, &rc, v);
+                /* the settled route's result is the one checked */
+                if (explore_calls > 0 && o->check && ref) {
+                    CK(cudaMemset(d_C, 0xff, (size_t)m->rows * N * es));
+                    if (run_variant(&c, v, vt) == 0) {
                         CK(cudaDeviceSynchronize());
-                        tcsparseGetLastRoute(c.tc, &ri);
-                        explore_calls += strncmp(ri.reason, "measured", 8) != 0;
-                    }
-                    if (o->check && ref) { /* the settled route's result is the one checked */
-                        CK(cudaMemset(d_C, 0xff, (size_t)m->rows * N * es));
-                        if (run_variant(&c, v, vt) == 0) {
-                            CK(cudaDeviceSynchronize());
-                            double *out = download(d_C, (size_t)m->rows * N, vt);
-                            err[v] = rel_err(ref, out, (size_t)m->rows * N);
-                            free(out);
-                        }
+                        double *out = download(d_C, (size_t)m->rows * N, vt);
+                        err[v] = rel_err(ref, out, (size_t)m->rows * N);
+                        free(out);
                     }
                 }
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
@@ -328,7 +320,6 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         want[v] = 1;
     }
     free(ref);
-    run_ctx rc = {&c, vt};
     tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &rc, c.e0, c.e1, vname);
     float best_cu = -1;
     for (int v = V_CU_DEFAULT; v < V_COUNT; v++)
