@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #include "testutil.h"
 
@@ -96,4 +97,12 @@ uint64_t tc_test_rand_u64(uint64_t *state)
 double tc_test_rand_uniform(uint64_t *state)
 {
     return (double)(tc_test_rand_u64(state) >> 11) * 0x1.0p-52 - 1.0;
+}
+
+void tc_test_measuring_note(tc_test_measuring *m, const tcsparseRouteInfo_t *ri)
+{
+    if (strncmp(ri->reason, "exploring", 9) != 0)
+        return;
+    m->explored++;
+    m->paths |= 1u << (ri->path * 2 + (strstr(ri->kernel, "ALG3") != NULL));
 }

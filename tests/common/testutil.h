@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tcsparse.h"
+#include "tcsparse_ext.h"
 #include "gen.h"
 
 /* 1 when at least one CUDA device can be used; otherwise 0 with the reason (the CUDA error,
@@ -24,6 +25,28 @@ int tc_test_gpu_available(char *why, size_t n);
         char tc_why_[200];                                                                     \
         if (!tc_test_gpu_available(tc_why_, sizeof tc_why_))                                   \
             cr_skip_test("no CUDA device: %s", tc_why_);                                       \
+    } while (0)
+
+/* What a run of calls saw of the automatic route's measurement on the executions
+ * (src/route.c): the calls that ran a measured sample, and the paths they ran (one bit per
+ * path, CSR_ALG3 apart from cuSPARSE's default). */
+typedef struct {
+    int explored;
+    unsigned paths;
+} tc_test_measuring;
+
+/* Notes the last route of a call: counted when it was a sample ("exploring: ..."). */
+void tc_test_measuring_note(tc_test_measuring *m, const tcsparseRouteInfo_t *ri);
+
+/* After the calls (ri: the last one's route): at least two samples, on two paths or more,
+ * and the route settled on a measured decision.  Criterion assertions, as TC_REQUIRE_GPU. */
+#define TC_ASSERT_MEASURED_AND_SETTLED(m, ri, label)                                           \
+    do {                                                                                       \
+        cr_assert_geq((m)->explored, 2, "%s: %d calls measured a path (last: %s)", (label),    \
+                      (m)->explored, (ri)->reason);                                            \
+        cr_assert(__builtin_popcount((m)->paths) >= 2, "%s: one path measured", (label));      \
+        cr_assert(strncmp((ri)->reason, "measured on", 11) == 0, "%s: did not settle: '%s'",   \
+                  (label), (ri)->reason);                                                      \
     } while (0)
 
 typedef struct {

@@ -177,7 +177,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     memcpy(h_val_init, h_val, vbytes);
     double *out = malloc(sizeof(double) * (size_t)(nnz + 1));
     double err = 0;
-    int explored = 0, paths_seen = 0;
+    tc_test_measuring measuring = {0, 0};
     tcsparseRouteInfo_t ri;
     for (int rep = 0; rep < (k->repeat > 0 ? k->repeat : 1); rep++) {
         if (rep > 0) /* each execution from C's initial values (NaN where beta = 0) */
@@ -207,18 +207,10 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
             *path = ri.path;
         cr_assert(err <= bound_for(k), "%s: call %d: relative error %.3e > %.1e (%s; %s)", label, rep,
                   err, bound_for(k), ri.kernel, ri.reason);
-        if (strncmp(ri.reason, "exploring", 9) == 0) {
-            explored++;
-            paths_seen |= 1 << ri.path;
-        }
+        tc_test_measuring_note(&measuring, &ri);
     }
-    if (k->explore > 0) {
-        cr_assert_geq(explored, 2, "%s: %d calls measured a path (last: %s)", label, explored,
-                      ri.reason);
-        cr_assert(__builtin_popcount((unsigned)paths_seen) >= 2, "%s: one path measured", label);
-        cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "%s: did not settle: '%s'", label,
-                  ri.reason);
-    }
+    if (k->explore > 0)
+        TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_val_init);
 
     cudaFree(buf); cudaFree(d_ab);

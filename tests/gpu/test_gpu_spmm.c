@@ -198,7 +198,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     void *h_C_init = malloc(esize(k->c) * (size_t)(M * ldc + 1));
     memcpy(h_C_init, h_C, esize(k->c) * (size_t)(M * ldc));
     const int reps = k->repeat > 0 ? k->repeat : 1;
-    int explored = 0, paths_seen = 0;
+    tc_test_measuring measuring = {0, 0};
     double err = 0;
     tcsparseRouteInfo_t ri;
     for (int rep = 0; rep < reps; rep++) {
@@ -209,10 +209,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
-        if (strncmp(ri.reason, "exploring", 9) == 0) {
-            explored++;
-            paths_seen |= 1 << (ri.path * 2 + (strstr(ri.kernel, "ALG3") != NULL));
-        }
+        tc_test_measuring_note(&measuring, &ri);
         if (k->explore < 0)
             cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,
                       rep, ri.reason);
@@ -242,13 +239,8 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         cr_assert(err <= bound_for(k), "%s: call %d: relative error %.3e > %.1e (%s; %s)", label, rep,
                   err, bound_for(k), ri.kernel, ri.reason);
     }
-    if (k->explore > 0) {
-        cr_assert_geq(explored, 2, "%s: %d calls measured a path (last: %s)", label, explored,
-                      ri.reason);
-        cr_assert(__builtin_popcount((unsigned)paths_seen) >= 2, "%s: one path measured", label);
-        cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "%s: did not settle: '%s'", label,
-                  ri.reason);
-    }
+    if (k->explore > 0)
+        TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_C_init);
 
     cudaFree(buf); cudaFree(d_ab);
