@@ -7,10 +7,11 @@
 // value -> A tile -> barrier, then blk_col -> B, each link one memory latency that nothing
 // overlaps, and drains its B loads every kGroup blocks.  Here:
 //   * every warp walks all blocks of the item for its own WARP_N columns, one block a step,
-//     and streams the lane's B pieces (its fragment: J elements of rows blk_col[k0] and
-//     blk_col[k1]) through a ring of S slots in shared memory, cp.async S - 1 steps ahead,
-//     across stage boundaries: the stream drains only at the end of the item.  A lane copies
-//     and reads back only its own bytes, so its own cp.async.wait_group is all a slot needs;
+//     and streams the block's B pieces (8 rows of its columns) through a ring of S slots in
+//     shared memory, cp.async S - 1 steps ahead of the step that reads them, across stage
+//     boundaries: the stream drains only at the end of the item.  The copies are coalesced
+//     (a quarter warp copies 128 contiguous bytes of one row) and land where the lane whose
+//     fragment they are reads them (piece_offset); one __syncwarp a step publishes them;
 //   * the A side runs as a software pipeline over stages, one barrier a stage: stage m + 3's
 //     blk_col / blk_off are copied (cp.async) into one of 4 metadata slots, stage m + 2's
 //     val_idx / blk_pos and stage m + 1's values are loaded into registers (kPipeNz nonzeros
@@ -46,6 +47,18 @@ static_assert(kPipeNz <= 4, "a thread's prefetched positions are packed in one w
 // products (exact: the other kernel's float round trip is the identity on them).
 template <class P>
 using TileT = typename std::conditional<P::kHalf, typename P::T, float>::type;
+
+// A value as staged in a tile: plain TF32 products are rounded here, once per nonzero, rather
+// than by every warp at every read (mma_block takes them as they are); the same rounding
+// (cvt.rna) at another place, so the same products.
+template <class P>
+__device__ __forceinline__ TileT<P> tile_value(typename P::T v)
+{
+    if constexpr (!P::kHalf && !P::kSplit)
+        return __uint_as_float(tf32_bits(v));
+    else
+        return static_cast<TileT<P>>(v);
+}
 
 template <class P, int J>
 struct PipeShape {
@@ -180,62 +193,89 @@ __device__ __forceinline__ void scatter(TileT<P> *tiles, const SpmmParams &p,
             const int32_t e = e0 + (int32_t)threadIdx.x + r * nt;
             const int pos = (int)((z.pos >> (8 * r)) & 0xffu);
             tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(pos)] =
-                static_cast<TileT<P>>(v[r]);
+                tile_value<P>(v[r]);
         }
     }
     for (int32_t e = e0 + (int32_t)threadIdx.x + kPipeNz * nt; e < e1; e += nt) {
         const T val = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
         tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(__ldg(&p.blk_pos[e]))] =
-            static_cast<TileT<P>>(val);
+            tile_value<P>(val);
     }
 }
 
 // ---- the ring of B pieces ------------------------------------------------------------------
 
-// The lane's J elements of B row `row` from column `col` into its pieces at dst (kVec of
-// them, a row of lanes apart): zeros for padding columns (never a pointer into B) and past
-// N.  Aligned rows: cp.async, the tail with its byte count; unaligned B (base or ldb not on
-// 16 bytes): the scalar loads of load_b, stored synchronously (same slot discipline, only
-// that piece's latency is exposed).
-template <class T, int J>
-__device__ __forceinline__ void copy_row(char *dst, const SpmmParams &p, int32_t row,
-                                         int64_t col)
+// A block's B pieces in a ring slot.  A warp needs, per block, the 8 B rows of the block's
+// columns times its WARP_N columns: 8 rows of 8 * kVec 16-byte pieces.  The mma fragment
+// wants lane (g, t) to hold J elements (kVec pieces) of two rows (TF32: t and t + 4; 16-bit:
+// 2t and 2t + 1), so a quarter of a warp reading its own fragment from global memory would
+// touch four rows, 32 bytes of each, and the L1 would serve every sector on its own (the
+// H100 profile: 14 data-pipe wavefronts a request, the kernel bound by the L1).  Instead the
+// copies are coalesced: a quarter q of the warp copies 128 contiguous bytes of one row (block
+// row 4c + q in copy c, pieces 8v .. 8v + 7 of it), each piece to the place its consumer
+// reads, and the consumer reads its pieces after a __syncwarp.
+//
+// Consumer lane l = 4g + t keeps piece v of its row h (0: k0, 1: k1) at
+//   h * kRowStride + v * 512 + 16 * (8 * (g >> 1) + ((g + 2t + 4v) & 7)),
+// a swizzle under which both the consumers' reads (a quarter: two g, four t) and the
+// producers' writes (a quarter: eight consecutive pieces of one row, so eight g at one t, or
+// four g and both v when kVec = 2) fall on eight distinct 16-byte bank groups.
+__device__ __forceinline__ int piece_offset(int g, int t, int v)
 {
-    constexpr int E = 16 / (int)sizeof(T), kVec = J / E;
-    if (row < 0 || col >= p.N) {
+    return v * 512 + 16 * (8 * (g >> 1) + ((g + 2 * t + 4 * v) & 7));
+}
+
+// Source of the zero-length copies (padding columns, pieces past N): a cp.async names a valid
+// global address even when it reads no byte, and a padding column never forms a pointer
+// into B.
+__device__ __align__(16) const uint4 kRingZeros = {0u, 0u, 0u, 0u};
+
+// What a lane copies of every block, fixed for the work item: the place of each of its
+// pieces in a slot (copy c, vector v), its first column and how many bytes of each piece lie
+// inside N (16, a tail's count, or 0 past N).  Computed once, so that a step's copies are a
+// shared load of the row index and one cp.async per piece.
+template <class P, int J>
+struct RingLane {
+    static constexpr int kVec = PipeShape<P, J>::kVec;
+    int dst[2][kVec];
+    int nbytes[kVec];
+    const char *src; // B + the lane's first column (bytes; row 0)
+    int q;
+
+    __device__ __forceinline__ RingLane(const SpmmParams &p, int64_t n0, int lane)
+    {
+        using T = typename P::T;
+        constexpr int E = 16 / (int)sizeof(T);
+        const int i = lane & 7;
+        q = lane >> 3;
+        const int64_t col = n0 + (int64_t)i * E;
+        src = reinterpret_cast<const char *>(static_cast<const T *>(p.B) + col);
 #pragma unroll
-        for (int v = 0; v < kVec; ++v)
-            zero16(dst + v * 512);
-        return;
-    }
-    const T *src = static_cast<const T *>(p.B) + (int64_t)row * p.ldb + col;
-    if (p.b_vec) {
-        if (col + J <= p.N) {
-#pragma unroll
-            for (int v = 0; v < kVec; ++v)
-                cp_async16(dst + v * 512, src + v * E);
-        } else {
+        for (int c = 0; c < 2; ++c) {
+            const int r = 4 * c + q;                   // block row (condensed column)
+            const int t = P::kHalf ? r >> 1 : r & 3;   // its consumers' t
+            const int h = P::kHalf ? r & 1 : r >> 2;   // and which of their two rows
 #pragma unroll
             for (int v = 0; v < kVec; ++v) {
-                const int64_t left = p.N - (col + v * E);
-                if (left <= 0)
-                    zero16(dst + v * 512);
-                else
-                    cp_async16(dst + v * 512, src + v * E,
-                               left >= E ? 16 : (int)left * (int)sizeof(T));
+                const int pc = v * 8 + i;              // piece of the warp's row segment
+                dst[c][v] = h * PipeShape<P, J>::kRowStride +
+                            piece_offset(pc / kVec, t, pc % kVec);
+                // kept in a register: recomputing it from the thread index at every step
+                // (what the compiler otherwise does under the register cap) costs more
+                // instructions than the copies themselves
+                asm volatile("" : "+r"(dst[c][v]));
             }
         }
-    } else {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) {
-            T tmp[E];
-#pragma unroll
-            for (int x = 0; x < E; ++x)
-                tmp[x] = col + v * E + x < p.N ? src[v * E + x] : from_f<T>(0.0f);
-            *reinterpret_cast<uint4 *>(dst + v * 512) = *reinterpret_cast<const uint4 *>(tmp);
+            const int64_t left = p.N - (col + (int64_t)v * 8 * E);
+            nbytes[v] = left <= 0 ? 0 : left >= E ? 16 : (int)left * (int)sizeof(T);
+            asm volatile("" : "+r"(nbytes[v]));
         }
+        asm volatile("" : "+l"(src));
+        asm volatile("" : "+r"(q));
     }
-}
+};
 
 // The issuing end of a warp's stream: the next block (step) whose pieces are copied, its
 // place in its stage and the stage's metadata slot, and the ring slot it goes to.
@@ -243,21 +283,43 @@ struct Issuer {
     int step, k, mslot, slot;
 };
 
-// Copies the lane's pieces of the issuer's block, if the item has one left, and moves on.
-// The block's columns come from its stage's metadata slot: at most one stage ahead of the
-// stage being multiplied (S <= kStage), whose slot is complete and visible.
+// Copies the lane's share of the issuer's block (coalesced, see piece_offset), if the item
+// has one left, and moves on.  The block's columns come from its stage's metadata slot: at
+// most one stage ahead of the stage being multiplied (S <= kStage), whose slot is complete
+// and visible.  Aligned B: one cp.async per piece, zero-filled past N and for padding
+// columns; unaligned B (base or ldb not on 16 bytes): scalar loads stored synchronously (the
+// slot discipline is the same: consumers read after the warp's barrier).
 template <class P, int J, int S>
 __device__ __forceinline__ void issue(Issuer &is, char *ring, const int32_t *meta,
-                                      const SpmmParams &p, int nb, int64_t ncol, int k0, int k1,
-                                      int lane)
+                                      const SpmmParams &p, int nb, const RingLane<P, J> &rl)
 {
     using T = typename P::T;
     using PS = PipeShape<P, J>;
+    constexpr int E = 16 / (int)sizeof(T), kVec = PS::kVec;
     if (is.step < nb) {
-        const int32_t *cols = meta + is.mslot * kMetaInts + is.k * kBlkCols;
-        char *dst = ring + is.slot * PS::kSlotBytes + lane * 16;
-        copy_row<T, J>(dst, p, cols[k0], ncol);
-        copy_row<T, J>(dst + PS::kRowStride, p, cols[k1], ncol);
+        const int32_t *cols = meta + is.mslot * kMetaInts + is.k * kBlkCols + rl.q;
+        char *slot = ring + is.slot * PS::kSlotBytes;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int32_t row = cols[4 * c];
+            const char *src = rl.src + (int64_t)(row < 0 ? 0 : row) * p.ldb * (int64_t)sizeof(T);
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) {
+                char *dst = slot + rl.dst[c][v];
+                const int n = row < 0 ? 0 : rl.nbytes[v];
+                const char *sv = src + v * 128;
+                if (p.b_vec) {
+                    cp_async16(dst, n > 0 ? static_cast<const void *>(sv) : &kRingZeros, n);
+                } else {
+                    T tmp[E];
+#pragma unroll
+                    for (int x = 0; x < E; ++x)
+                        tmp[x] = (int)sizeof(T) * x < n ? reinterpret_cast<const T *>(sv)[x]
+                                                        : from_f<T>(0.0f);
+                    *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(tmp);
+                }
+            }
+        }
         ++is.step;
         if (++is.k == kStage) {
             is.k = 0;
@@ -267,18 +329,19 @@ __device__ __forceinline__ void issue(Issuer &is, char *ring, const int32_t *met
     is.slot = is.slot + 1 == S ? 0 : is.slot + 1;
 }
 
-// The lane's own pieces of one B row from a slot, in load_b's element order.
+// The lane's pieces of one of its B rows from a slot, in load_b's element order.
 template <class T, int J>
-__device__ __forceinline__ void read_row(T (&dst)[J], const char *src)
+__device__ __forceinline__ void read_row(T (&dst)[J], const char *src, int g, int t)
 {
     constexpr int E = 16 / (int)sizeof(T), kVec = J / E;
 #pragma unroll
     for (int v = 0; v < kVec; ++v)
-        *reinterpret_cast<uint4 *>(&dst[v * E]) = *reinterpret_cast<const uint4 *>(src + v * 512);
+        *reinterpret_cast<uint4 *>(&dst[v * E]) =
+            *reinterpret_cast<const uint4 *>(src + piece_offset(g, t, v));
 }
 
 // One block's products: the lane's A fragment from its fragment-ordered tile, then the same
-// instructions, in the same order, as block_mma.
+// products, in the same order, as block_mma (plain TF32: A rounded when staged).
 template <class P, int J>
 __device__ __forceinline__ void mma_block(float (&acc)[J][4], const TileT<P> *tile, int lane,
                                           const typename P::T (&b0)[J],
@@ -291,6 +354,13 @@ __device__ __forceinline__ void mma_block(float (&acc)[J][4], const TileT<P> *ti
 #pragma unroll
         for (int j = 0; j < J; ++j)
             mma_16<T>(acc[j], af, pack2raw<T>(b0[j], b1[j]));
+    } else if constexpr (!P::kSplit) {
+        // the tile holds TF32 values already (tile_value)
+        const uint4 u = reinterpret_cast<const uint4 *>(tile)[lane];
+        const uint32_t a[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            mma_tf32(acc[j], a, tf32_bits(b0[j]), tf32_bits(b1[j]));
     } else {
         const float4 f = reinterpret_cast<const float4 *>(tile)[lane];
         const float a[4] = {f.x, f.y, f.z, f.w};
@@ -305,6 +375,7 @@ template <class P, class CT, int J, bool kBalanced, int S>
 __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
     spmm_pipe_kernel(const SpmmParams p)
 {
+    static_assert(S >= 2 && S <= kStage, "ring depth out of range (see kPipeStages)");
     using T = typename P::T;
     using PS = PipeShape<P, J>;
     using S_ = Shape<P, J>;
@@ -312,10 +383,7 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int k0 = P::kHalf ? 2 * t : t;
-    const int k1 = P::kHalf ? 2 * t + 1 : t + 4;
     const int64_t n0 = ((int64_t)blockIdx.y * nwarps + warp) * S_::kWarpN;
-    const int64_t ncol = n0 + (int64_t)g * J;
     char *ring = smem + warp * (S * PS::kSlotBytes);
     char *tbase = smem + nwarps * (S * PS::kSlotBytes);
     int32_t *meta = reinterpret_cast<int32_t *>(tbase + kTileBufs * PS::kTileStageBytes);
@@ -353,9 +421,10 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
         NzBatch za, zb;
         load_nz(za, p, meta_of(0), stage_blocks(nb, 0));
         Issuer is{0, 0, 0, 0};
+        const RingLane<P, J> rl(p, n0, lane);
 #pragma unroll
         for (int s = 0; s < S - 1; ++s) {
-            issue<P, J, S>(is, ring, meta, p, nb, ncol, k0, k1, lane);
+            issue<P, J, S>(is, ring, meta, p, nb, rl);
             cp_async_commit();
         }
         T v[kPipeNz];
@@ -388,15 +457,18 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
                                  stage_blocks(nb, m + 3));
             const TileT<P> *tm = tiles(m);
             for (int k = 0; k < nbs; ++k) {
-                // One group a step, empty once the item has no block left to copy, so
-                // "all but the newest S - 1" is always this step's block.
-                issue<P, J, S>(is, ring, meta, p, nb, ncol, k0, k1, lane);
+                // One group a step (empty once the item has no block left to copy), so
+                // "all but the newest S - 2" is this step's block.  The warp's barrier makes
+                // every lane's pieces of it visible, and orders the previous step's reads of
+                // the slot the issue below overwrites (S - 1 blocks ahead) before the copies.
+                cp_async_wait<S - 2>();
+                __syncwarp();
+                issue<P, J, S>(is, ring, meta, p, nb, rl);
                 cp_async_commit();
-                cp_async_wait<S - 1>();
-                const char *cur = ring + rslot * PS::kSlotBytes + lane * 16;
+                const char *cur = ring + rslot * PS::kSlotBytes;
                 T b0[J], b1[J];
-                read_row<T, J>(b0, cur);
-                read_row<T, J>(b1, cur + PS::kRowStride);
+                read_row<T, J>(b0, cur, g, t);
+                read_row<T, J>(b1, cur + PS::kRowStride, g, t);
                 mma_block<P, J>(acc, tm + k * (kWinRows * kBlkCols), lane, b0, b1);
                 rslot = rslot + 1 == S ? 0 : rslot + 1;
             }
