@@ -56,14 +56,15 @@ int cta_warps(const tc_spmm_args *a)
 }
 
 // Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel.
-// TCSPARSE_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs where it was faster
-// over the H100's large and small suites (docs/performance.md, "Sixth session"): plain TF32,
-// 96 <= N <= 320, and windows of at most 48 blocks on average (geomean 1.09-1.10x on the
-// large suite, 1.02-1.07x on the small one, no large input slower).  It lost with 3xTF32
-// (0.86-1.07x), FP16 (0.76-1.05x), N = 32, N = 512 (1.01x) and long windows (uniform 2^18 x
-// 256, BlogCatalog and ogbl-ddi: 0.82-0.94x).  TCSPARSE_SPMM_PIPE_STAGES = 6 or 8 deepens the
-// ring (a tuning knob for tcsparse-bench; a depth whose shared memory would pass 48 KB,
-// FP32 J = 8 with 6 or 8, keeps the default).
+// TCSPARSE_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs for every call on a
+// plan.  Since its copies were coalesced (eighth session, docs/performance.md) it is faster
+// than the other kernel almost everywhere on the H100: CTA time / pipelined time, geomean
+// over the large suite (10 inputs) and the small one (45), TF32 1.04-1.41 for N = 32 to 512,
+// FP16 1.02-1.23, 3xTF32 1.00-1.10 except the balanced kernel at N = 32 on the large suite
+// (0.94).  Without a plan (the selector's occupancy query, tc_spmm_occupancy) it names the
+// other kernel, whose occupancy the selector's model was fitted to.
+// TCSPARSE_SPMM_PIPE_STAGES = 6 or 8 deepens the ring (a tuning knob for tcsparse-bench; a
+// depth whose shared memory would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).
 enum { kPipeAuto = -1, kPipeNever = 0, kPipeAlways = 1 };
 
 int pipe_mode()
@@ -80,9 +81,7 @@ bool pipe_wanted(const tc_spmm_args *a)
     const int mode = pipe_mode();
     if (mode != kPipeAuto)
         return mode == kPipeAlways;
-    const tc_dev_metcf *m = a->plan;
-    return m != nullptr && a->ab_type == TC_T_F32 && a->tf32 && a->N >= 96 && a->N <= 320 &&
-           (int64_t)m->blocks <= 48 * (int64_t)m->windows;
+    return a->plan != nullptr;
 }
 
 template <class P, int J>
