@@ -340,31 +340,47 @@ __device__ __forceinline__ void read_row(T (&dst)[J], const char *src, int g, in
             *reinterpret_cast<const uint4 *>(src + piece_offset(g, t, v));
 }
 
-// One block's products: the lane's A fragment from its fragment-ordered tile, then the same
-// products, in the same order, as block_mma (plain TF32: A rounded when staged).
+// The lane's A fragment of one block, from its fragment-ordered tile: 16-bit types two packed
+// registers, FP32 four words (plain TF32: TF32 values already, see tile_value).
+struct AFrag {
+    uint32_t w[4];
+};
+
+template <class P>
+__device__ __forceinline__ AFrag load_frag(const TileT<P> *tile, int lane)
+{
+    AFrag a;
+    if constexpr (P::kHalf) {
+        const uint2 u = reinterpret_cast<const uint2 *>(tile)[lane];
+        a.w[0] = u.x, a.w[1] = u.y, a.w[2] = a.w[3] = 0u;
+    } else {
+        const uint4 u = reinterpret_cast<const uint4 *>(tile)[lane];
+        a.w[0] = u.x, a.w[1] = u.y, a.w[2] = u.z, a.w[3] = u.w;
+    }
+    return a;
+}
+
+// One block's products: the same products, in the same order, as block_mma (plain TF32: A
+// rounded when staged).
 template <class P, int J>
-__device__ __forceinline__ void mma_block(float (&acc)[J][4], const TileT<P> *tile, int lane,
+__device__ __forceinline__ void mma_block(float (&acc)[J][4], const AFrag &a,
                                           const typename P::T (&b0)[J],
                                           const typename P::T (&b1)[J])
 {
     using T = typename P::T;
     if constexpr (P::kHalf) {
-        const uint2 u = reinterpret_cast<const uint2 *>(tile)[lane];
-        const uint32_t af[2] = {u.x, u.y};
+        const uint32_t af[2] = {a.w[0], a.w[1]};
 #pragma unroll
         for (int j = 0; j < J; ++j)
             mma_16<T>(acc[j], af, pack2raw<T>(b0[j], b1[j]));
     } else if constexpr (!P::kSplit) {
-        // the tile holds TF32 values already (tile_value)
-        const uint4 u = reinterpret_cast<const uint4 *>(tile)[lane];
-        const uint32_t a[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
         for (int j = 0; j < J; ++j)
-            mma_tf32(acc[j], a, tf32_bits(b0[j]), tf32_bits(b1[j]));
+            mma_tf32(acc[j], a.w, tf32_bits(b0[j]), tf32_bits(b1[j]));
     } else {
-        const float4 f = reinterpret_cast<const float4 *>(tile)[lane];
-        const float a[4] = {f.x, f.y, f.z, f.w};
-        block_mma<P, J>(acc, a, b0, b1);
+        const float f[4] = {__uint_as_float(a.w[0]), __uint_as_float(a.w[1]),
+                            __uint_as_float(a.w[2]), __uint_as_float(a.w[3])};
+        block_mma<P, J>(acc, f, b0, b1);
     }
 }
 
@@ -463,13 +479,15 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
                 // the slot the issue below overwrites (S - 1 blocks ahead) before the copies.
                 cp_async_wait<S - 2>();
                 __syncwarp();
-                issue<P, J, S>(is, ring, meta, p, nb, rl);
-                cp_async_commit();
+                // the shared loads first: their latency hides under the copies' issue
                 const char *cur = ring + rslot * PS::kSlotBytes;
                 T b0[J], b1[J];
                 read_row<T, J>(b0, cur, g, t);
                 read_row<T, J>(b1, cur + PS::kRowStride, g, t);
-                mma_block<P, J>(acc, tm + k * (kWinRows * kBlkCols), lane, b0, b1);
+                const AFrag a = load_frag<P>(tm + k * (kWinRows * kBlkCols), lane);
+                issue<P, J, S>(is, ring, meta, p, nb, rl);
+                cp_async_commit();
+                mma_block<P, J>(acc, a, b0, b1);
                 rslot = rslot + 1 == S ? 0 : rslot + 1;
             }
             if constexpr (kFlushes)
