@@ -30,16 +30,21 @@
 namespace tc {
 namespace spmm {
 
-// Ring slots a warp, S: S - 1 blocks of B in flight.  The default; the launcher also has 6 and
-// 8 (TCSPARSE_SPMM_PIPE_STAGES).
+// Ring slots a warp, S: S - 1 blocks of B in flight.  The default for 3xTF32 and 16-bit
+// types; plain TF32 takes 3 (kPipeStagesTf32: a smaller ring lets 8 thread blocks share an
+// SM).  The launcher also has 6 and 8, and either default for any type
+// (TCSPARSE_SPMM_PIPE_STAGES).
 constexpr int kPipeStages = 4;
+constexpr int kPipeStagesTf32 = 3;
+template <class P>
+constexpr int default_stages() { return !P::kHalf && !P::kSplit ? kPipeStagesTf32 : kPipeStages; }
 constexpr int kPipeNz = 4;      // nonzeros a thread per stage whose loads run a stage ahead
 constexpr int kMetaSlots = 4;   // stages m .. m + 3 of blk_col / blk_off
 constexpr int kTileBufs = 3;    // A tiles: multiplied, being scattered, being zeroed
 constexpr int kMetaInts = (kStage * kBlkCols + kStage + 1 + 3) / 4 * 4;
 constexpr int kMetaOff = kStage * kBlkCols; // offsets after the columns in a metadata slot
 
-static_assert(kPipeStages >= 2 && kPipeStages <= kStage,
+static_assert(kPipeStages >= 2 && kPipeStages <= kStage && kPipeStagesTf32 >= 2,
               "a ring issues at most one stage ahead: the metadata pipeline counts on it");
 static_assert(kPipeNz <= 4, "a thread's prefetched positions are packed in one word");
 
@@ -83,12 +88,12 @@ static_assert(pipe_smem_bytes<Tf32, 8>(kMaxCtaWarps, kPipeStages) <= kPipeSmemLi
               "pipelined SpMM: the ring must fit without the shared-memory opt-in");
 
 // Thread blocks (of 4 warps) per SM asked of ptxas, where the shared memory allows as many
-// and nothing spills (sm_90, S = 4): TF32 J = 4 7 (<= 72 registers; 29.9 KB of shared memory
-// each), 3xTF32 J = 4 5 (<= 102), 16-bit J = 8 5 (<= 102; the balanced ones would take 114
-// and fit 4).  J = 8 FP32 (a tuning knob) asks nothing.
+// and nothing spills (sm_90): TF32 J = 4 8 (<= 64 registers; 25.9 KB of shared memory each
+// with its 3-slot ring), 3xTF32 J = 4 5 (<= 102), 16-bit J = 8 5 (<= 102; the balanced ones
+// would take 114 and fit 4).  J = 8 FP32 (a tuning knob) asks nothing.
 template <class P, int J>
 struct PipeMinBlocks {
-    static constexpr int value = J == 4 ? (P::kSplit ? 5 : 7) : P::kHalf ? 5 : 0;
+    static constexpr int value = J == 4 ? (P::kSplit ? 5 : 8) : P::kHalf ? 5 : 0;
 };
 
 // ---- metadata and A tiles ------------------------------------------------------------------

@@ -15,12 +15,15 @@ using namespace tc;
 template <class P, class CT, int J, bool kBal>
 void *fn_of(int S)
 {
-    static_assert(spmm::kPipeStages == 4, "ring depths instantiated below");
+    static_assert(spmm::kPipeStages == 4 && spmm::kPipeStagesTf32 == 3,
+                  "ring depths instantiated below");
     // depths whose shared memory would pass the limit are never picked (pipe_stages)
     constexpr bool k6 = spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, 6) <= spmm::kPipeSmemLimit;
     constexpr bool k8 = spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, 8) <= spmm::kPipeSmemLimit;
     if (S == 0)
         return (void *)spmm_cta_kernel<P, CT, J, kBal>;
+    if (S == 3)
+        return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 3>;
     if constexpr (k6)
         if (S == 6)
             return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 6>;
@@ -63,8 +66,9 @@ int cta_warps(const tc_spmm_args *a)
 // FP16 1.02-1.23, 3xTF32 1.00-1.10 except the balanced kernel at N = 32 on the large suite
 // (0.94).  Without a plan (the selector's occupancy query, tc_spmm_occupancy) it names the
 // other kernel, whose occupancy the selector's model was fitted to.
-// TCSPARSE_SPMM_PIPE_STAGES = 6 or 8 deepens the ring (a tuning knob for tcsparse-bench; a
-// depth whose shared memory would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).
+// TCSPARSE_SPMM_PIPE_STAGES = 3, 4, 6 or 8 sets the ring's depth (a tuning knob for
+// tcsparse-bench; unset: 3 for plain TF32, 4 for the others, spmm::default_stages; a depth
+// whose shared memory would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).
 enum { kPipeAuto = -1, kPipeNever = 0, kPipeAlways = 1 };
 
 int pipe_mode()
@@ -90,10 +94,12 @@ int pipe_stages(bool wanted)
     static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
     if (!wanted)
         return 0;
-    const int S = forced == 6 || forced == 8 ? forced : spmm::kPipeStages;
+    const int S = forced == 3 || forced == 4 || forced == 6 || forced == 8
+                      ? forced
+                      : spmm::default_stages<P>();
     return spmm::pipe_smem_bytes<P, J>(kMaxCtaWarps, S) <= spmm::kPipeSmemLimit
                ? S
-               : spmm::kPipeStages;
+               : spmm::default_stages<P>();
 }
 
 // The kernel tc_spmm_launch runs for these arguments, its name and its dynamic shared memory.
