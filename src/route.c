@@ -272,10 +272,12 @@ static void tc_spmm_select(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
     tc_spmm_args a = {0};
     a.N = C->cols;
     /* a.plan stays NULL: the occupancy is that of the CTA kernel the model was fitted to,
-     * also where the pipelined kernel will run (spmm_launch.cu, pipe_wanted: only where it
-     * was measured as fast or faster); with the pipelined kernel's own occupancy (fewer
-     * resident blocks) the model predicted it slower and routed mdual at N = 128 to
-     * cuSPARSE (regret 1.30 on the H100) */
+     * although the pipelined kernel runs every call on a plan (spmm_launch.cu, pipe_wanted;
+     * 1.0-1.4x faster than the CTA kernel on the H100 since the eighth session, one case
+     * 0.94x); with the pipelined kernel's own occupancy (fewer resident blocks) the sixth
+     * session's model predicted it slower and routed mdual at N = 128 to cuSPARSE (regret
+     * 1.30).  The measured route (section 5 of docs/selector.md) corrects what the model
+     * gets wrong among the candidates within 2.5x. */
     a.ab_type = tc_route_ab_type(A->value_type);
     a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32;
