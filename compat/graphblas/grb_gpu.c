@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "grb_internal.h"
@@ -112,30 +115,42 @@ static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t 
  * GraphBLAS's arrays are ordinary (pageable) memory.  A copy from pageable memory runs
  * through the driver's own staging at the speed of one CPU core's memcpy (8 GB/s up, 14 GB/s
  * down on the H100 machine, against 54 GB/s from pinned memory).  Large copies here are
- * split between up to TC_XFER_LANES host threads; each thread owns two pinned buffers and a
- * stream, fills one buffer (or drains it) while the copy engine moves the other, and so the
- * host's memory bandwidth and the link are used at once.  The same pass can narrow 64-bit
- * indices to 32 bits on the way up (half the bytes to move).  TCSPARSE_GRB_STAGING=0 turns
- * staging off; any failure to set it up falls back to cudaMemcpy. */
+ * split between up to TC_XFER_LANES host threads; each thread owns a ring of TC_XFER_NBUF
+ * pinned buffers (TCSPARSE_GRB_STAGE_KB each) and a stream, and fills one buffer (or drains
+ * it) while the copy engine moves the other, so the host's memory bandwidth and the link are
+ * used at once.  On the H100 machine (16 cores, 300 MB L3) 2 MiB buffers in pairs did best:
+ * 268 MB up in 6.6 ms on 16 lanes (the same on 8), down in 6.1 ms with streaming stores into
+ * the destination, against 0.5-1 MiB buffers or rings of 4 (`docs/graphblas.md`).  The same
+ * pass can narrow 64-bit indices to 32 bits on the way up (half the bytes to move), less a
+ * bias (a row slice's offsets rebased to 0).
+ *
+ * A call's uploads (a sparse operand's offsets, indices and values, the dense operands) are
+ * collected (tc_defer_begin) and moved by one job (tc_defer_end): one set of threads, every
+ * lane busy until the last byte, instead of one job and one barrier per array.
+ * TCSPARSE_GRB_STAGING=0 turns staging off; any failure to set it up falls back to
+ * cudaMemcpy. */
 
 #define TC_XFER_LANES 16
-#define TC_XFER_BUF ((size_t)2 << 20)  /* bytes of one pinned buffer */
-#define TC_XFER_MIN ((size_t)1 << 20)  /* smaller copies go through cudaMemcpy */
+#define TC_XFER_NBUF 2                     /* pinned buffers in a lane's ring */
+#define TC_XFER_BUF_KB 2048                /* default bytes of one buffer, in KiB */
+#define TC_XFER_MIN ((size_t)1 << 20)      /* smaller jobs go through cudaMemcpy */
 #define TC_XFER_PER_LANE ((size_t)1 << 20) /* bytes a lane must have to pay for its thread */
+#define TC_XFER_SEGS 8                     /* arrays in one job */
 
 typedef struct {
-    void *buf[2];
-    cudaEvent_t ev[2];
+    void *buf[TC_XFER_NBUF];
+    cudaEvent_t ev[TC_XFER_NBUF];
     cudaStream_t s;
 } tc_xfer_lane;
 
 static tc_xfer_lane tc_lanes[TC_XFER_LANES];
 static int tc_nlanes;      /* lanes set up */
 static int tc_xfer_state;  /* 0 not tried, 1 ready, -1 unavailable */
+static size_t tc_xfer_buf; /* bytes of one pinned buffer */
 
 static void tc_xfer_lane_free(tc_xfer_lane *x)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < TC_XFER_NBUF; b++) {
         if (x->buf[b] != NULL)
             cudaFreeHost(x->buf[b]);
         if (x->ev[b] != NULL)
@@ -158,18 +173,32 @@ static int tc_xfer_lane_init(tc_xfer_lane *x)
 {
     memset(x, 0, sizeof *x);
     int ok = cudaStreamCreateWithFlags(&x->s, cudaStreamNonBlocking) == cudaSuccess;
-    for (int b = 0; ok && b < 2; b++)
-        ok = cudaHostAlloc(&x->buf[b], TC_XFER_BUF, cudaHostAllocDefault) == cudaSuccess &&
+    for (int b = 0; ok && b < TC_XFER_NBUF; b++)
+        ok = cudaHostAlloc(&x->buf[b], tc_xfer_buf, cudaHostAllocDefault) == cudaSuccess &&
              cudaEventCreateWithFlags(&x->ev[b], cudaEventDisableTiming) == cudaSuccess;
     return ok;
 }
 
-/* Lanes for a copy of bytes (at least one), set up on first use: as many as the host has
+/* TCSPARSE_GRB_STAGE_KB: 64..16384 KiB, a multiple of 64; anything else is the default */
+static size_t tc_xfer_buf_bytes(void)
+{
+    const char *e = getenv("TCSPARSE_GRB_STAGE_KB");
+    long kb = TC_XFER_BUF_KB;
+    if (e != NULL && *e != '\0') {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 64 && v <= 16384 && v % 64 == 0)
+            kb = v;
+    }
+    return (size_t)kb << 10;
+}
+
+/* Lanes for a job of bytes (at least one), set up on first use: as many as the host has
  * threads (TCSPARSE_GRB_THREADS), at most TC_XFER_LANES.  0 when staging is off or
  * unavailable. */
 static int tc_xfer_lanes_for(size_t bytes)
 {
-    if (bytes < TC_XFER_MIN) /* before the set-up: small work never pins 64 MiB */
+    if (bytes < TC_XFER_MIN) /* before the set-up: small work never pins buffers */
         return 0;
     if (tc_xfer_state == 0) {
         const char *e = getenv("TCSPARSE_GRB_STAGING");
@@ -177,6 +206,7 @@ static int tc_xfer_lanes_for(size_t bytes)
         if (want > TC_XFER_LANES)
             want = TC_XFER_LANES;
         tc_xfer_state = -1;
+        tc_xfer_buf = tc_xfer_buf_bytes();
         if (!(e != NULL && strcmp(e, "0") == 0)) {
             while (tc_nlanes < want && tc_xfer_lane_init(&tc_lanes[tc_nlanes]))
                 tc_nlanes++;
@@ -195,61 +225,145 @@ static int tc_xfer_lanes_for(size_t bytes)
     return n < (size_t)tc_nlanes ? (int)n : tc_nlanes;
 }
 
-/* One copy: count elements of src_es bytes on the host side, dst_es on the other (8 -> 4:
- * 64-bit indices narrowed on the way up).  Lane l moves elements [lo(l), lo(l + 1)). */
+/* One array of a job: count elements of host_es bytes on the host side, dev_es on the
+ * device (8 -> 4: 64-bit indices narrowed on the way up, less bias). */
 typedef struct {
-    int up, device, lanes;
     char *dev;
     char *host;
     size_t count, host_es, dev_es;
+    int64_t bias;
+} tc_xfer_seg;
+
+/* A job's lanes are tc_lanes[lane0, lane0 + lanes); a download's lanes first wait for
+ * after (an event of the computation's stream) when it is set. */
+typedef struct {
+    int up, device, lanes, lane0, nseg;
+    cudaEvent_t after;
+    tc_xfer_seg seg[TC_XFER_SEGS];
     cudaError_t err[TC_XFER_LANES];
 } tc_xfer_job;
 
-static void tc_narrow(int32_t *dst, const int64_t *src, size_t n)
+static void tc_narrow(int32_t *dst, const int64_t *src, size_t n, int64_t bias)
 {
     for (size_t i = 0; i < n; i++)
-        dst[i] = (int32_t)src[i];
+        dst[i] = (int32_t)(src[i] - bias);
 }
+
+/* A download's copy out of a pinned buffer into the caller's array: streaming stores where
+ * the compiler has them (the destination is not read again soon; they skip reading its lines
+ * first), memcpy otherwise. */
+static void tc_copy_out(void *dst, const void *src, size_t n)
+{
+#if defined(__SSE2__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n)
+        head = n;
+    memcpy(d, s, head);
+    size_t i = head;
+    for (; i + 64 <= n; i += 64) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+        const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+        const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+        _mm_stream_si128((__m128i *)(void *)(d + i), a);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
+    }
+    memcpy(d + i, s + i, n - i);
+    _mm_sfence();
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+/* Lane l's elements [lo, hi) of segment s: a share of a large array, all of a small one
+ * (small arrays are dealt round the lanes). */
+static void tc_xfer_part(const tc_xfer_job *j, int s, int l, size_t *lo, size_t *hi)
+{
+    const tc_xfer_seg *g = &j->seg[s];
+    if (g->count * g->host_es < TC_XFER_PER_LANE) {
+        *lo = 0;
+        *hi = s % j->lanes == l ? g->count : 0;
+        return;
+    }
+    tc_grb_share(g->count, j->lanes, l, lo, hi);
+}
+
+/* Walks a lane's pieces (at most one buffer each) through the job's segments in order. */
+typedef struct {
+    const tc_xfer_job *j;
+    int lane, s;
+    size_t at, hi;
+} tc_piece_it;
+
+static int tc_piece_next(tc_piece_it *it, const tc_xfer_seg **seg, size_t *at, size_t *len)
+{
+    while (it->at >= it->hi) {
+        if (++it->s >= it->j->nseg)
+            return 0;
+        tc_xfer_part(it->j, it->s, it->lane, &it->at, &it->hi);
+    }
+    const tc_xfer_seg *g = &it->j->seg[it->s];
+    const size_t per = tc_xfer_buf / (g->host_es > g->dev_es ? g->host_es : g->dev_es);
+    *seg = g;
+    *at = it->at;
+    *len = it->hi - it->at < per ? it->hi - it->at : per;
+    it->at += *len;
+    return 1;
+}
+
 
 static void tc_xfer_lane_run(void *arg, int l)
 {
     tc_xfer_job *j = arg;
-    tc_xfer_lane *x = &tc_lanes[l];
-    size_t lo, hi;
-    tc_grb_share(j->count, j->lanes, l, &lo, &hi);
-    const size_t per = TC_XFER_BUF / (j->host_es > j->dev_es ? j->host_es : j->dev_es);
+    tc_xfer_lane *x = &tc_lanes[j->lane0 + l];
+    tc_piece_it in = {j, l, -1, 0, 0}, out = in;
+    const tc_xfer_seg *g;
+    size_t at, len;
     cudaError_t e = cudaSetDevice(j->device);
+    if (e == cudaSuccess && !j->up && j->after != NULL)
+        e = cudaStreamWaitEvent(x->s, j->after, 0);
     if (j->up) {
-        for (size_t at = lo, c = 0; at < hi && e == cudaSuccess; at += per, c++) {
-            const int b = (int)(c & 1);
-            const size_t len = hi - at < per ? hi - at : per;
-            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess) /* the engine is done with it */
+        /* piece c goes through buffer c % NBUF once the engine has moved piece c - NBUF */
+        for (size_t c = 0; e == cudaSuccess && tc_piece_next(&in, &g, &at, &len); c++) {
+            const int b = (int)(c % TC_XFER_NBUF);
+            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess)
                 break;
-            if (j->host_es == j->dev_es)
-                memcpy(x->buf[b], j->host + at * j->host_es, len * j->host_es);
+            if (g->host_es == g->dev_es)
+                memcpy(x->buf[b], g->host + at * g->host_es, len * g->host_es);
             else
-                tc_narrow(x->buf[b], (const int64_t *)(const void *)(j->host + at * j->host_es), len);
-            e = cudaMemcpyAsync(j->dev + at * j->dev_es, x->buf[b], len * j->dev_es,
+                tc_narrow(x->buf[b], (const int64_t *)(const void *)(g->host + at * g->host_es),
+                          len, g->bias);
+            e = cudaMemcpyAsync(g->dev + at * g->dev_es, x->buf[b], len * g->dev_es,
                                 cudaMemcpyHostToDevice, x->s);
             if (e == cudaSuccess)
                 e = cudaEventRecord(x->ev[b], x->s);
         }
     } else {
-        /* piece c goes to buffer c & 1; piece c + 1 is in flight while piece c is drained */
-        const size_t pieces = hi > lo ? (hi - lo + per - 1) / per : 0;
-        for (size_t c = 0; c < pieces + 1 && e == cudaSuccess; c++) {
-            if (c < pieces) {
-                const size_t at = lo + c * per, len = hi - at < per ? hi - at : per;
-                e = cudaMemcpyAsync(x->buf[c & 1], j->dev + at * j->dev_es, len * j->dev_es,
+        /* up to NBUF pieces in flight; the oldest is drained before another is issued */
+        size_t issued = 0, drained = 0;
+        int more = 1;
+        while (e == cudaSuccess) {
+            while (more && issued - drained < TC_XFER_NBUF && e == cudaSuccess) {
+                if (!(more = tc_piece_next(&in, &g, &at, &len)))
+                    break;
+                const int b = (int)(issued % TC_XFER_NBUF);
+                e = cudaMemcpyAsync(x->buf[b], g->dev + at * g->dev_es, len * g->dev_es,
                                     cudaMemcpyDeviceToHost, x->s);
                 if (e == cudaSuccess)
-                    e = cudaEventRecord(x->ev[c & 1], x->s);
+                    e = cudaEventRecord(x->ev[b], x->s);
+                issued++;
             }
-            if (c > 0 && e == cudaSuccess) {
-                const size_t at = lo + (c - 1) * per, len = hi - at < per ? hi - at : per;
-                if ((e = cudaEventSynchronize(x->ev[(c - 1) & 1])) == cudaSuccess)
-                    memcpy(j->host + at * j->host_es, x->buf[(c - 1) & 1], len * j->host_es);
-            }
+            if (e != cudaSuccess || drained == issued)
+                break;
+            (void)tc_piece_next(&out, &g, &at, &len); /* the same sequence, behind */
+            const int b = (int)(drained % TC_XFER_NBUF);
+            if ((e = cudaEventSynchronize(x->ev[b])) == cudaSuccess)
+                tc_copy_out(g->host + at * g->host_es, x->buf[b], len * g->host_es);
+            drained++;
         }
     }
     cudaError_t s = cudaStreamSynchronize(x->s);
@@ -258,46 +372,98 @@ static void tc_xfer_lane_run(void *arg, int l)
         (void)cudaGetLastError();
 }
 
+/* Moves every segment of j (whose up and nseg are set): staged when the job is large
+ * enough and staging is available, otherwise array by array through cudaMemcpy. */
+static int tc_xfer_run(tc_xfer_job *j, char *why, size_t n)
+{
+    size_t bytes = 0;
+    for (int s = 0; s < j->nseg; s++)
+        bytes += j->seg[s].count * j->seg[s].host_es;
+    if (bytes == 0)
+        return 0;
+    const int lanes = tc_xfer_lanes_for(bytes);
+    const char *what = j->up ? "cudaMemcpy to the device" : "cudaMemcpy to the host";
+    cudaError_t e = cudaSuccess;
+    if (lanes == 0) {
+        if (!j->up && j->after != NULL && (e = cudaEventSynchronize(j->after)) != cudaSuccess)
+            return tc_fail(why, n, what, e);
+        for (int s = 0; s < j->nseg; s++) {
+            const tc_xfer_seg *g = &j->seg[s];
+            if (g->count == 0)
+                continue;
+            if (g->host_es == g->dev_es) {
+                const size_t b = g->count * g->host_es;
+                e = j->up ? cudaMemcpy(g->dev, g->host, b, cudaMemcpyHostToDevice)
+                          : cudaMemcpy(g->host, g->dev, b, cudaMemcpyDeviceToHost);
+            } else { /* narrowing without pinned buffers: through one host copy */
+                int32_t *tmp = malloc(g->count * g->dev_es);
+                if (tmp == NULL)
+                    return snprintf(why, n, "out of host memory"), -1;
+                tc_narrow(tmp, (const int64_t *)(const void *)g->host, g->count, g->bias);
+                e = cudaMemcpy(g->dev, tmp, g->count * g->dev_es, cudaMemcpyHostToDevice);
+                free(tmp);
+            }
+            if (e != cudaSuccess)
+                return tc_fail(why, n, what, e);
+        }
+        return 0;
+    }
+    j->lanes = lanes;
+    for (int l = 0; l < lanes; l++)
+        j->err[l] = cudaSuccess;
+    if ((e = cudaGetDevice(&j->device)) != cudaSuccess)
+        return tc_fail(why, n, "cudaGetDevice", e);
+    tc_grb_run_lanes(lanes, tc_xfer_lane_run, j);
+    for (int l = 0; l < lanes; l++)
+        if (j->err[l] != cudaSuccess)
+            return tc_fail(why, n, j->up ? "staged copy to the device" : "staged copy to the host",
+                           j->err[l]);
+    return 0;
+}
+
+/* The uploads of one call, collected between tc_defer_begin and tc_defer_end. */
+static struct {
+    int on;
+    tc_xfer_job job;
+} tc_defer;
+
+static void tc_defer_begin(void)
+{
+    memset(&tc_defer, 0, sizeof tc_defer);
+    tc_defer.on = 1;
+    tc_defer.job.up = 1;
+}
+
+/* Moves what was collected (nothing when cancel: the call failed before its uploads ran). */
+static int tc_defer_end(int cancel, char *why, size_t n)
+{
+    tc_defer.on = 0;
+    if (cancel)
+        return 0;
+    return tc_xfer_run(&tc_defer.job, why, n);
+}
+
 static int tc_xfer(int up, void *d, void *h, size_t count, size_t host_es, size_t dev_es,
                    char *why, size_t n)
 {
     if (count == 0)
         return 0;
-    const size_t bytes = count * host_es;
-    int lanes = tc_xfer_lanes_for(bytes);
-    cudaError_t e = cudaSuccess;
-    if (lanes == 0 && host_es == dev_es) {
-        e = up ? cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)
-               : cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
-        return e == cudaSuccess ? 0 : tc_fail(why, n, up ? "cudaMemcpy to the device"
-                                                         : "cudaMemcpy to the host", e);
-    }
-    if (lanes == 0) { /* narrowing without pinned buffers: through one host copy */
-        int32_t *tmp = malloc(count * dev_es);
-        if (tmp == NULL)
-            return snprintf(why, n, "out of host memory"), -1;
-        tc_narrow(tmp, h, count);
-        e = cudaMemcpy(d, tmp, count * dev_es, cudaMemcpyHostToDevice);
-        free(tmp);
-        return e == cudaSuccess ? 0 : tc_fail(why, n, "cudaMemcpy to the device", e);
+    const tc_xfer_seg g = {d, h, count, host_es, dev_es, 0};
+    if (up && tc_defer.on) {
+        if (tc_defer.job.nseg == TC_XFER_SEGS) { /* full: move what it holds first */
+            if (tc_xfer_run(&tc_defer.job, why, n) != 0)
+                return -1;
+            tc_defer.job.nseg = 0;
+        }
+        tc_defer.job.seg[tc_defer.job.nseg++] = g;
+        return 0;
     }
     tc_xfer_job j;
     memset(&j, 0, sizeof j);
     j.up = up;
-    j.lanes = lanes;
-    j.dev = d;
-    j.host = h;
-    j.count = count;
-    j.host_es = host_es;
-    j.dev_es = dev_es;
-    if ((e = cudaGetDevice(&j.device)) != cudaSuccess)
-        return tc_fail(why, n, "cudaGetDevice", e);
-    tc_grb_run_lanes(lanes, tc_xfer_lane_run, &j);
-    for (int l = 0; l < lanes; l++)
-        if (j.err[l] != cudaSuccess)
-            return tc_fail(why, n, up ? "staged copy to the device" : "staged copy to the host",
-                           j.err[l]);
-    return 0;
+    j.nseg = 1;
+    j.seg[0] = g;
+    return tc_xfer_run(&j, why, n);
 }
 
 static int tc_h2d(void *d, const void *h, size_t bytes, char *why, size_t n)
@@ -524,6 +690,259 @@ static void tc_kernel_name(tc_grb_times *t)
         snprintf(t->kernel, sizeof t->kernel, "%s", ri.kernel);
 }
 
+/* ---------------------------------------------------------------- SpMM in row slices
+ *
+ * A cold call (A not pinned, so tcsparse's cuSPARSE route; B and C by row, 32-bit indices)
+ * runs in TC_PIPE_SLICES row slices of A and C: B and A's first slice go up; then slice s is
+ * multiplied, and while its rows of C come down the next slice of A goes up, on disjoint
+ * lanes.  The link's two directions and the host's memory work at once: on the H100 machine
+ * 268 MB up and 268 MB down took 8.2 ms together against 12.9 ms one after the other
+ * (staging probe, 8 lanes each way).  Slices are cut where the bytes they move (A's indices
+ * and values up, C's rows down) are equal.  Each slice's offsets go up rebased to 0.
+ * TCSPARSE_GRB_PIPE=0 turns this off, =1 takes it for calls below TC_PIPE_MIN too. */
+
+#define TC_PIPE_SLICES 4
+#define TC_PIPE_MIN ((size_t)32 << 20) /* calls moving fewer bytes of A and C run whole */
+
+static int tc_spmm_pipe_wanted(const tc_grb_csr *A, const tc_grb_dense *B, int a_one_shot,
+                               size_t es)
+{
+    static int env = -2; /* -1 unset (by size), 0 never, 1 whenever the call qualifies */
+    if (env == -2) {
+        const char *e = getenv("TCSPARSE_GRB_PIPE");
+        env = e == NULL || *e == '\0' ? -1 : strcmp(e, "0") != 0;
+    }
+    if (env == 0 || !a_one_shot || !B->row_major || !tc_narrow_ok(A) || A->rows < TC_PIPE_SLICES)
+        return 0;
+    const size_t bytes = (size_t)A->nnz * (4 + es) + (size_t)(A->rows * B->cols) * es;
+    if (env < 0 && bytes < TC_PIPE_MIN)
+        return 0;
+    (void)tc_xfer_lanes_for(SIZE_MAX); /* sets the lanes up */
+    return tc_nlanes >= 2;
+}
+
+static size_t tc_xfer_job_bytes(const tc_xfer_job *j)
+{
+    size_t b = 0;
+    for (int s = 0; s < j->nseg; s++)
+        b += j->seg[s].count * j->seg[s].host_es;
+    return b;
+}
+
+typedef struct {
+    tc_xfer_job *a, *b;
+} tc_xfer_pair;
+
+static void tc_xfer_pair_lane(void *arg, int l)
+{
+    tc_xfer_pair *p = arg;
+    if (l < p->a->lanes)
+        tc_xfer_lane_run(p->a, l);
+    else
+        tc_xfer_lane_run(p->b, l - p->a->lanes);
+}
+
+/* Runs an upload and a download at once, the lanes shared in proportion to their bytes
+ * (staging is set up with at least two lanes). */
+static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_t n)
+{
+    const size_t ub = tc_xfer_job_bytes(up), db = tc_xfer_job_bytes(down);
+    if (ub == 0 || db == 0)
+        return tc_xfer_run(ub == 0 ? down : up, why, n);
+    int ul = (int)((double)tc_nlanes * (double)ub / (double)(ub + db) + 0.5);
+    ul = ul < 1 ? 1 : ul > tc_nlanes - 1 ? tc_nlanes - 1 : ul;
+    cudaError_t e = cudaGetDevice(&up->device);
+    if (e != cudaSuccess)
+        return tc_fail(why, n, "cudaGetDevice", e);
+    down->device = up->device;
+    up->lanes = ul;
+    up->lane0 = 0;
+    down->lanes = tc_nlanes - ul;
+    down->lane0 = ul;
+    for (int l = 0; l < TC_XFER_LANES; l++)
+        up->err[l] = down->err[l] = cudaSuccess;
+    tc_xfer_pair pr = {up, down};
+    tc_grb_run_lanes(tc_nlanes, tc_xfer_pair_lane, &pr);
+    for (int l = 0; l < up->lanes; l++)
+        if (up->err[l] != cudaSuccess)
+            return tc_fail(why, n, "staged copy to the device", up->err[l]);
+    for (int l = 0; l < down->lanes; l++)
+        if (down->err[l] != cudaSuccess)
+            return tc_fail(why, n, "staged copy to the host", down->err[l]);
+    return 0;
+}
+
+/* Adds slice s of A (rows r0..r1) to an upload job: offsets rebased, indices narrowed,
+ * values.  dp holds slice s's offsets from entry r0 + s (each slice has one more). */
+static void tc_pipe_add_a(tc_xfer_job *j, const tc_grb_csr *A, int64_t r0, int64_t r1, int s,
+                          char *dp, char *dj, char *dx, size_t es)
+{
+    const int64_t k0 = (int64_t)A->p[r0], k1 = (int64_t)A->p[r1];
+    j->seg[j->nseg++] = (tc_xfer_seg){dp + (size_t)(r0 + s) * 4, (char *)(A->p + r0),
+                                      (size_t)(r1 - r0 + 1), 8, 4, k0};
+    if (k1 > k0) {
+        j->seg[j->nseg++] = (tc_xfer_seg){dj + (size_t)k0 * 4, (char *)(A->j + k0),
+                                          (size_t)(k1 - k0), 8, 4, 0};
+        j->seg[j->nseg++] = (tc_xfer_seg){dx + (size_t)k0 * es, (char *)A->x + (size_t)k0 * es,
+                                          (size_t)(k1 - k0) * es, 1, 1, 0};
+    }
+}
+
+static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *B,
+                                tc_grb_pin *pin_b, tc_grb_pin_state st_b, void *out,
+                                tc_grb_times *t, char *why, size_t n)
+{
+    enum { S = TC_PIPE_SLICES };
+    const size_t es = tc_grb_esize(vt);
+    const cudaDataType ty = tc_cuda_type(vt);
+    const int64_t m = A->rows, cols = B->cols;
+    const size_t rowb = (size_t)cols * es;
+    tcsparseSpMatDescr_t dA[S] = {NULL};
+    tcsparseDnMatDescr_t dB = NULL, dC[S] = {NULL};
+    cudaEvent_t done_ev[S] = {NULL};
+    void *dp, *dj, *dx, *b_dev, *c_dev, *work = NULL;
+    size_t wbytes = 0;
+    int64_t r[S + 1];
+    int rc = -1;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    tcsparseStatus_t s;
+    cudaError_t e;
+    cudaStream_t stream;
+
+    /* slice bounds: equal shares of A's bytes up plus C's bytes down */
+    const double wa = (double)(4 + es), wc = (double)rowb;
+    const double total = wa * (double)A->nnz + wc * (double)m;
+    r[0] = 0;
+    r[S] = m;
+    for (int q = 1; q < S; q++) {
+        const double goal = total * q / S;
+        int64_t lo = r[q - 1], hi = m;
+        while (lo < hi) { /* first row whose prefix reaches the goal */
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (wa * (double)A->p[mid] + wc * (double)mid >= goal)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        r[q] = lo;
+    }
+    for (int q = 1; q < S; q++) /* every slice at least one row (m >= S) */
+        r[q] = r[q] > r[q - 1] ? r[q] : r[q - 1] + 1;
+    for (int q = S - 1; q > 0; q--)
+        r[q] = r[q] < r[q + 1] ? r[q] : r[q + 1] - 1;
+
+    double t0 = tc_grb_now_ms();
+    tc_xfer_job up, down;
+    memset(&up, 0, sizeof up);
+    up.up = 1;
+    tc_defer_begin(); /* B (when not resident) joins the first job */
+    if (tc_handle(why, n) || tc_route_for(1, why, n) ||
+        tc_scratch_get(TC_S_P, (size_t)(m + 1 + S) * 4, &dp, why, n) ||
+        tc_scratch_get(TC_S_J, (size_t)A->nnz * 4 + 4, &dj, why, n) ||
+        tc_scratch_get(TC_S_X, (size_t)A->nnz * es + es, &dx, why, n) ||
+        tc_scratch_get(TC_S_OUT, (size_t)m * rowb, &c_dev, why, n) ||
+        tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n)) {
+        tc_defer_end(1, why, n);
+        goto done;
+    }
+    up = tc_defer.job;
+    tc_defer_end(1, why, n); /* its segments run below, with A's first slice */
+    if ((s = tcsparseGetStream(tc_h, &stream)) != TCSPARSE_STATUS_SUCCESS) {
+        tc_tcfail(why, n, "tcsparseGetStream", s);
+        goto done;
+    }
+    if ((s = tcsparseCreateDnMat(&dB, B->rows, B->cols, B->ld, b_dev, ty, TCSPARSE_ORDER_ROW))) {
+        tc_tcfail(why, n, "tcsparseCreateDnMat", s);
+        goto done;
+    }
+    for (int q = 0; q < S; q++) {
+        const int64_t rows = r[q + 1] - r[q], k0 = (int64_t)A->p[r[q]];
+        const int64_t nnz = (int64_t)A->p[r[q + 1]] - k0;
+        size_t wb = 0;
+        if ((s = tcsparseCreateCsr(&dA[q], rows, A->cols, nnz, (char *)dp + (size_t)(r[q] + q) * 4,
+                                   (char *)dj + (size_t)k0 * 4, (char *)dx + (size_t)k0 * es,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, ty)) ||
+            (s = tcsparseCreateDnMat(&dC[q], rows, cols, cols, (char *)c_dev + (size_t)r[q] * rowb,
+                                     ty, TCSPARSE_ORDER_ROW)) ||
+            (s = tcsparseSpMM_bufferSize(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                                         TCSPARSE_OPERATION_NON_TRANSPOSE, one, dA[q], dB, zero,
+                                         dC[q], ty, TCSPARSE_SPMM_ALG_DEFAULT, &wb))) {
+            tc_tcfail(why, n, "setting up a slice", s);
+            goto done;
+        }
+        wbytes = wb > wbytes ? wb : wbytes;
+        if ((e = cudaEventCreateWithFlags(&done_ev[q], cudaEventDisableTiming)) != cudaSuccess) {
+            tc_fail(why, n, "cudaEventCreate", e);
+            goto done;
+        }
+    }
+    if (tc_scratch_get(TC_S_WORK, wbytes, &work, why, n))
+        goto done;
+
+    tc_pipe_add_a(&up, A, r[0], r[1], 0, dp, dj, dx, es);
+    if (tc_xfer_run(&up, why, n))
+        goto done;
+    double t1 = tc_grb_now_ms();
+    for (int q = 0; q < S; q++) {
+        s = tcsparseSpMM(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                         TCSPARSE_OPERATION_NON_TRANSPOSE, one, dA[q], dB, zero, dC[q], ty,
+                         TCSPARSE_SPMM_ALG_DEFAULT, work);
+        if (s != TCSPARSE_STATUS_SUCCESS) {
+            tc_tcfail(why, n, "tcsparseSpMM", s);
+            goto done;
+        }
+        if ((e = cudaEventRecord(done_ev[q], stream)) != cudaSuccess) {
+            tc_fail(why, n, "cudaEventRecord", e);
+            goto done;
+        }
+        memset(&up, 0, sizeof up);
+        up.up = 1;
+        if (q + 1 < S)
+            tc_pipe_add_a(&up, A, r[q + 1], r[q + 2], q + 1, dp, dj, dx, es);
+        memset(&down, 0, sizeof down);
+        down.after = done_ev[q];
+        down.nseg = 1;
+        down.seg[0] = (tc_xfer_seg){(char *)c_dev + (size_t)r[q] * rowb,
+                                    (char *)out + (size_t)r[q] * rowb,
+                                    (size_t)(r[q + 1] - r[q]) * rowb, 1, 1, 0};
+        if (tc_xfer_run_pair(&up, &down, why, n))
+            goto done;
+    }
+    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) {
+        tc_fail(why, n, "tcsparseSpMM", e);
+        goto done;
+    }
+    double t2 = tc_grb_now_ms();
+    t->upload = t1 - t0;
+    t->compute = 0; /* inside the next figure: slices overlap their transfers */
+    t->download = t2 - t1;
+    tc_kernel_name(t);
+    snprintf(t->kernel + strlen(t->kernel), sizeof t->kernel - strlen(t->kernel),
+             ", %d slices", S);
+    rc = 0;
+done:
+    for (int q = 0; q < S; q++) {
+        if (dA[q] != NULL)
+            tcsparseDestroySpMat(dA[q]);
+        if (dC[q] != NULL)
+            tcsparseDestroyDnMat(dC[q]);
+        if (done_ev[q] != NULL)
+            cudaEventDestroy(done_ev[q]);
+    }
+    if (dB != NULL)
+        tcsparseDestroyDnMat(dB);
+    if (rc != 0) {
+        (void)cudaDeviceSynchronize(); /* no slice may still write into scratch or out */
+        (void)cudaGetLastError();
+        tc_invalidate(pin_b);
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- SpMM */
 
 int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
@@ -544,12 +963,19 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
     const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
     tcsparseStatus_t s;
 
+    if (tc_spmm_pipe_wanted(A, B, pin_a == NULL || st_a == TC_PIN_NONE, es))
+        return tc_grb_gpu_spmm_pipe(vt, A, B, pin_b, st_b, out, t, why, n);
     double t0 = tc_grb_now_ms();
+    tc_defer_begin(); /* A's arrays and B move in one job */
     if (tc_handle(why, n) ||
         tc_sparse_up(A, 1, pin_a, st_a, vt, NULL, &dA, &own_a, why, n) ||
         tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n) ||
         tc_scratch_get(TC_S_OUT, (size_t)(m * cols) * es, &c_dev, why, n) ||
-        tc_route_for(own_a, why, n))
+        tc_route_for(own_a, why, n)) {
+        tc_defer_end(1, why, n);
+        goto done;
+    }
+    if (tc_defer_end(0, why, n))
         goto done;
     double t1 = tc_grb_now_ms();
     if ((s = tcsparseCreateDnMat(&dB, B->rows, B->cols, B->ld, b_dev, ty,
@@ -624,17 +1050,23 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
     cudaError_t e;
 
     double t0 = tc_grb_now_ms();
+    tc_defer_begin(); /* P's structure, L and R move in one job */
     if (tc_handle(why, n) ||
         tc_scratch_get(TC_S_OUT, (size_t)P->nnz * es, &o_dev, why, n) ||
         tc_sparse_up(P, 0, pin_p, st_p, vt, o_dev, &dP, &own_p, why, n) ||
         tc_dense_up(L, pin_l, st_l, TC_S_B, es, &l_dev, why, n) ||
-        tc_route_for(own_p, why, n))
+        tc_route_for(own_p, why, n)) {
+        tc_defer_end(1, why, n);
         goto done;
+    }
     if (R->x == L->x && (pin_r == pin_l || st_r == TC_PIN_NONE || st_l == TC_PIN_NONE)) {
         r_dev = l_dev; /* C<M> = X*X': one array, two views */
     } else if (tc_dense_up(R, pin_r, st_r, TC_S_R, es, &r_dev, why, n)) {
+        tc_defer_end(1, why, n);
         goto done;
     }
+    if (tc_defer_end(0, why, n))
+        goto done;
     /* beta is 0, but a NaN in uninitialised memory times 0 is still NaN */
     if ((e = cudaMemset(o_dev, 0, (size_t)P->nnz * es)) != cudaSuccess) {
         tc_fail(why, n, "cudaMemset", e);

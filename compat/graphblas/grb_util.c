@@ -8,6 +8,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "grb_internal.h"
 
 #define TC_GRB_MAX_THREADS 64
@@ -90,6 +93,19 @@ static void *tc_grb_lane_main(void *p)
     return NULL;
 }
 
+#ifdef _OPENMP
+/* TCSPARSE_GRB_OMP=0: the lanes on threads of their own (the comparison's other side) */
+static int tc_grb_use_omp(void)
+{
+    static int use = -1;
+    if (use < 0) {
+        const char *e = getenv("TCSPARSE_GRB_OMP");
+        use = !(e != NULL && strcmp(e, "0") == 0);
+    }
+    return use;
+}
+#endif
+
 void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
 {
     pthread_t th[TC_GRB_MAX_THREADS];
@@ -97,6 +113,22 @@ void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
     int started[TC_GRB_MAX_THREADS];
     if (lanes > TC_GRB_MAX_THREADS)
         lanes = TC_GRB_MAX_THREADS;
+#ifdef _OPENMP
+    /* The lanes run on the OpenMP pool that GraphBLAS's parallel regions use.  After each of
+     * those, libgomp's threads spin for a while before they sleep (its default wait policy),
+     * on the very cores that threads of our own would need: the cold path's copies then ran
+     * up to 25% slower, and unevenly.  A lane's work does not depend on running at the same
+     * time as another's, so a pool that grants fewer threads only serialises some lanes. */
+    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel()) {
+#pragma omp parallel num_threads(lanes)
+        {
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            for (int l = t; l < lanes; l += nt)
+                fn(arg, l);
+        }
+        return;
+    }
+#endif
     for (int l = 0; l < lanes; l++)
         task[l] = (tc_grb_lane_task){fn, arg, l};
     for (int l = 1; l < lanes; l++) {
