@@ -4,6 +4,7 @@
  * or FP32 output), generated matrices of every shape class and, when TC_DATA_DIR is set,
  * real ones.  Outputs are poisoned first so that every element must be written. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,8 @@ static double urand(void)
 }
 
 /* Runs one case on m and checks it; returns the relative error. */
+static char last_kernel[64]; /* the kernel of run_case's last execution */
+
 static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
 {
     const int64_t M = m->rows, K = m->cols, nnz = m->nnz, N = k->N;
@@ -209,6 +212,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
+        snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
         tc_test_measuring_note(&measuring, &ri);
         if (k->explore < 0)
             cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,
@@ -763,4 +767,86 @@ Test(gpu_spmm, measuring_then_capture)
     cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
     free(off); free(val); free(hB); free(hC); free(ref);
     tc_csr_free(&m);
+}
+
+/* The kernel forms the launcher only takes when a tuning knob asks (docs/performance.md,
+ * "Kernel tuning knobs"): the thread-block kernel (TCSPARSE_SPMM_PIPE=0, alone and with FP32
+ * J = 8), the pipelined ring at 4, 6 and 8 slots (TCSPARSE_SPMM_PIPE_STAGES) and FP32 J = 8
+ * (TCSPARSE_SPMM_J=8).  The launcher reads them once per process: Criterion runs each
+ * parameter in a process of its own, so each gets its knob, and the kernel's name proves
+ * it ran.  (In one process, as under the in-process stand-in for the sanitizer runs, only the
+ * results are checked.) */
+typedef struct {
+    const char *var[2], *val[2];
+    const char *expect;  /* in the kernel's name (NULL: see reject) */
+    const char *reject;  /* never in it */
+    int fp32_only;       /* the expectation holds for FP32 kernels only */
+} knob_set;
+
+static const knob_set knob_sets[] = {
+    {{"TCSPARSE_SPMM_PIPE", NULL}, {"0", NULL}, NULL, "_pipe", 0},
+    {{"TCSPARSE_SPMM_PIPE", "TCSPARSE_SPMM_J"}, {"0", "8"}, "_j8", "_pipe", 1},
+    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"4", NULL}, "_pipe", "_pipe6", 0},
+    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"6", NULL}, "_pipe6", NULL, 0},
+    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"8", NULL}, "_pipe8", NULL, 0},
+    {{"TCSPARSE_SPMM_J", NULL}, {"8", NULL}, "_j8_pipe", NULL, 1},
+};
+
+/* a parameter is copied into the test's process: an index, not pointers */
+typedef struct {
+    int set;
+} knob_case;
+
+ParameterizedTestParameters(gpu_spmm, kernel_knobs)
+{
+    static knob_case knobs[sizeof knob_sets / sizeof knob_sets[0]];
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        knobs[i].set = (int)i;
+    return cr_make_param_array(knob_case, knobs, sizeof knobs / sizeof knobs[0]);
+}
+
+ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
+{
+    TC_REQUIRE_GPU();
+    const knob_set *kc = &knob_sets[kp->set];
+    for (int v = 0; v < 2; v++)
+        if (kc->var[v] != NULL)
+            setenv(kc->var[v], kc->val[v], 1);
+    const struct { cudaDataType ab, c; int tf32; const char *n; } precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, 0, "3xtf32"}, {CUDA_R_32F, CUDA_R_32F, 1, "tf32"},
+        {CUDA_R_16F, CUDA_R_16F, 0, "f16"},    {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
+    const char *specs[2] = {"rmat:9:8", "uniform:1001:777:5"};
+    const int ns[2] = {7, 100};
+    for (int f = 0; f < 2; f++) {
+        tc_csr m;
+        gen_or_fail(specs[f], &m);
+        for (int i = 0; i < 2; i++)
+            for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+                for (int bal = 0; bal < 2; bal++) {
+                    spmm_case k = base_case(ns[i]);
+                    k.ab = precs[p].ab;
+                    k.c = precs[p].c;
+                    k.tf32 = precs[p].tf32;
+                    k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+                    k.beta = (i + (int)p) % 2 ? -0.5f : 0.0f;
+                    char label[200];
+                    snprintf(label, sizeof label, "%s=%s%s%s%s%s: %s N=%d %s %s", kc->var[0],
+                             kc->val[0], kc->var[1] ? " " : "", kc->var[1] ? kc->var[1] : "",
+                             kc->var[1] ? "=" : "", kc->var[1] ? kc->val[1] : "", specs[f],
+                             ns[i], precs[p].n, bal ? "balanced" : "base");
+                    run_case(&m, &k, label);
+                    if (kc->fp32_only && precs[p].ab != CUDA_R_32F)
+                        continue;
+                    const int ok = (kc->expect == NULL || strstr(last_kernel, kc->expect) != NULL) &&
+                                   (kc->reject == NULL || strstr(last_kernel, kc->reject) == NULL);
+#ifdef TC_SHIM_CRITERION_H
+                    if (!ok)
+                        cr_log_info("%s: ran %s (the knob is read once per process)", label,
+                                    last_kernel);
+#else
+                    cr_assert(ok, "%s: ran %s", label, last_kernel);
+#endif
+                }
+        tc_csr_free(&m);
+    }
 }
