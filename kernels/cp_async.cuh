@@ -9,6 +9,11 @@
 
 namespace tc {
 
+// Source of the zero-length copies (padding columns, pieces past the end of a row or
+// column): a cp.async names a valid global address even when it reads no byte of it, and a
+// padding column never forms a pointer into the caller's matrix.
+__device__ __align__(16) const uint4 kCpAsyncZeros = {0u, 0u, 0u, 0u};
+
 // 16 bytes of shared memory from the first `bytes` (0..16) bytes at src, the rest zeros.
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
 {

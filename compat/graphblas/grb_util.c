@@ -118,8 +118,10 @@ void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
      * those, libgomp's threads spin for a while before they sleep (its default wait policy),
      * on the very cores that threads of our own would need: the cold path's copies then ran
      * up to 25% slower, and unevenly.  A lane's work does not depend on running at the same
-     * time as another's, so a pool that grants fewer threads only serialises some lanes. */
-    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel()) {
+     * time as another's, so a pool that grants fewer threads only serialises some lanes
+     * (a thread limit below the lanes, or a call from inside a parallel region, takes
+     * threads of our own instead). */
+    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes) {
 #pragma omp parallel num_threads(lanes)
         {
             const int nt = omp_get_num_threads(), t = omp_get_thread_num();

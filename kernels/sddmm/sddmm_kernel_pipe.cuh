@@ -25,10 +25,6 @@ namespace sddmm {
 
 // ---- cp.async ------------------------------------------------------------------------------
 
-// Source of the zero-length copies: a cp.async must name a valid global address even when it
-// reads no byte of it, and a padding column must never form a pointer into B.
-__device__ __align__(16) const uint4 kPipeZeros = {0u, 0u, 0u, 0u};
-
 // Elements [k, k + 16 bytes) of the row / column at base into dst, zero past K (never read
 // past it).  Aligned: asynchronous, with the tail's byte count.  Unaligned (base or leading
 // dimension not on 16 bytes): the scalar loads of load16, stored synchronously; the slot
@@ -40,7 +36,7 @@ __device__ __forceinline__ void copy16(char *dst, const R *base, int64_t k, int6
     if (vec) {
         const int64_t left = K - k;
         const int n = left <= 0 ? 0 : left >= E ? 16 : (int)left * (int)sizeof(R);
-        cp_async16(dst, n > 0 ? static_cast<const void *>(base + k) : &kPipeZeros, n);
+        cp_async16(dst, n > 0 ? static_cast<const void *>(base + k) : &kCpAsyncZeros, n);
     } else {
         *reinterpret_cast<uint4 *>(dst) = load16<R>(base, k, K, false);
     }

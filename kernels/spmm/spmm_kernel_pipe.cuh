@@ -230,11 +230,6 @@ __device__ __forceinline__ int piece_offset(int g, int t, int v)
     return v * 512 + 16 * (8 * (g >> 1) + ((g + 2 * t + 4 * v) & 7));
 }
 
-// Source of the zero-length copies (padding columns, pieces past N): a cp.async names a valid
-// global address even when it reads no byte, and a padding column never forms a pointer
-// into B.
-__device__ __align__(16) const uint4 kRingZeros = {0u, 0u, 0u, 0u};
-
 // What a lane copies of every block, fixed for the work item: the place of each of its
 // pieces in a slot (copy c, vector v), its first column and how many bytes of each piece lie
 // inside N (16, a tail's count, or 0 past N).  Computed once, so that a step's copies are a
@@ -314,7 +309,7 @@ __device__ __forceinline__ void issue(Issuer &is, char *ring, const int32_t *met
                 const int n = row < 0 ? 0 : rl.nbytes[v];
                 const char *sv = src + v * 128;
                 if (p.b_vec) {
-                    cp_async16(dst, n > 0 ? static_cast<const void *>(sv) : &kRingZeros, n);
+                    cp_async16(dst, n > 0 ? static_cast<const void *>(sv) : &kCpAsyncZeros, n);
                 } else {
                     T tmp[E];
 #pragma unroll
