@@ -773,10 +773,13 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
 }
 
 /* Adds slice s of A (rows r0..r1) to an upload job: offsets rebased, indices narrowed,
- * values.  dp holds slice s's offsets from entry r0 + s (each slice has one more). */
-static void tc_pipe_add_a(tc_xfer_job *j, const tc_grb_csr *A, int64_t r0, int64_t r1, int s,
-                          char *dp, char *dj, char *dx, size_t es)
+ * values.  dp holds slice s's offsets from entry r0 + s (each slice has one more).  -1 when
+ * the job has no room for three more arrays (it never holds more than B before). */
+static int tc_pipe_add_a(tc_xfer_job *j, const tc_grb_csr *A, int64_t r0, int64_t r1, int s,
+                         char *dp, char *dj, char *dx, size_t es, char *why, size_t n)
 {
+    if (j->nseg + 3 > TC_XFER_SEGS)
+        return snprintf(why, n, "internal error: a slice's upload job is full"), -1;
     const int64_t k0 = (int64_t)A->p[r0], k1 = (int64_t)A->p[r1];
     j->seg[j->nseg++] = (tc_xfer_seg){dp + (size_t)(r0 + s) * 4, (char *)(A->p + r0),
                                       (size_t)(r1 - r0 + 1), 8, 4, k0};
@@ -786,6 +789,7 @@ static void tc_pipe_add_a(tc_xfer_job *j, const tc_grb_csr *A, int64_t r0, int64
         j->seg[j->nseg++] = (tc_xfer_seg){dx + (size_t)k0 * es, (char *)A->x + (size_t)k0 * es,
                                           (size_t)(k1 - k0) * es, 1, 1, 0};
     }
+    return 0;
 }
 
 static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *B,
@@ -883,8 +887,8 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     if (tc_scratch_get(TC_S_WORK, wbytes, &work, why, n))
         goto done;
 
-    tc_pipe_add_a(&up, A, r[0], r[1], 0, dp, dj, dx, es);
-    if (tc_xfer_run(&up, why, n))
+    if (tc_pipe_add_a(&up, A, r[0], r[1], 0, dp, dj, dx, es, why, n) ||
+        tc_xfer_run(&up, why, n))
         goto done;
     double t1 = tc_grb_now_ms();
     for (int q = 0; q < S; q++) {
@@ -901,8 +905,9 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
         }
         memset(&up, 0, sizeof up);
         up.up = 1;
-        if (q + 1 < S)
-            tc_pipe_add_a(&up, A, r[q + 1], r[q + 2], q + 1, dp, dj, dx, es);
+        if (q + 1 < S &&
+            tc_pipe_add_a(&up, A, r[q + 1], r[q + 2], q + 1, dp, dj, dx, es, why, n))
+            goto done;
         memset(&down, 0, sizeof down);
         down.after = done_ev[q];
         down.nseg = 1;
@@ -925,6 +930,11 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
              ", %d slices", S);
     rc = 0;
 done:
+    if (rc != 0) {
+        (void)cudaDeviceSynchronize(); /* no slice may still run, or write scratch or out */
+        (void)cudaGetLastError();
+        tc_invalidate(pin_b);
+    }
     for (int q = 0; q < S; q++) {
         if (dA[q] != NULL)
             tcsparseDestroySpMat(dA[q]);
@@ -935,11 +945,6 @@ done:
     }
     if (dB != NULL)
         tcsparseDestroyDnMat(dB);
-    if (rc != 0) {
-        (void)cudaDeviceSynchronize(); /* no slice may still write into scratch or out */
-        (void)cudaGetLastError();
-        tc_invalidate(pin_b);
-    }
     return rc;
 }
 

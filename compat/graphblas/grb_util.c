@@ -119,9 +119,11 @@ void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
      * on the very cores that threads of our own would need: the cold path's copies then ran
      * up to 25% slower, and unevenly.  A lane's work does not depend on running at the same
      * time as another's, so a pool that grants fewer threads only serialises some lanes
-     * (a thread limit below the lanes, or a call from inside a parallel region, takes
-     * threads of our own instead). */
-    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes) {
+     * and a sliced SpMM's uploads and downloads no longer overlap: a thread limit below the
+     * lanes, a dynamic team size, no parallel level left or a call from inside a parallel
+     * region takes threads of our own instead. */
+    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes &&
+        !omp_get_dynamic() && omp_get_max_active_levels() > omp_get_active_level()) {
 #pragma omp parallel num_threads(lanes)
         {
             const int nt = omp_get_num_threads(), t = omp_get_thread_num();

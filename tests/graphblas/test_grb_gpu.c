@@ -331,17 +331,21 @@ Test(grb_gpu, large_transfers_reused_result)
 }
 
 /* A CSR whose rows are uneven: every seventh empty, one row with most of the entries (row
- * slices must still hold one row each), the others 1-5 entries. */
-static void uneven_csr(tc_csr *g)
+ * slices must still hold one row each), the others 1-5 entries.  With empty_head, the first
+ * 4000 of 6000 rows are empty instead (whole slices without an entry). */
+static void uneven_csr(tc_csr *g, int empty_head)
 {
-    const int64_t rows = 5000, cols = 3000, big = 2500;
+    const int64_t rows = empty_head ? 6000 : 5000, cols = 3000, big = empty_head ? -1 : 2500;
     g->rows = rows;
     g->cols = cols;
     g->row_off = malloc(sizeof *g->row_off * (size_t)(rows + 1));
     cr_assert_not_null(g->row_off);
     g->row_off[0] = 0;
     for (int64_t i = 0; i < rows; i++) {
-        const int64_t len = i == big ? 2900 : i % 7 == 3 ? 0 : 1 + i % 5;
+        const int64_t len = i == big ? 2900
+                            : empty_head ? (i < 4000 ? 0 : 3)
+                            : i % 7 == 3 ? 0
+                                         : 1 + i % 5;
         g->row_off[i + 1] = g->row_off[i] + len;
     }
     g->nnz = g->row_off[rows];
@@ -358,43 +362,39 @@ static void uneven_csr(tc_csr *g)
         }
 }
 
-/* The cold SpMM in row slices (TCSPARSE_GRB_PIPE=1: also below its size threshold), whose
- * uploads and downloads overlap on disjoint lanes: uneven rows, empty rows (bitmap result),
- * N that leaves C's rows unaligned, and a second call into the same C. */
-Test(grb_gpu, sliced_spmm)
+/* Cold SpMM calls that must take the sliced path, each against GrB_mxm, twice into the same
+ * C: uneven rows, empty rows (a bitmap result), leading empty slices, N that leaves C's rows
+ * unaligned. */
+static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol)
 {
-    TC_REQUIRE_GPU();
-    setenv("TCSPARSE_GRB_PIPE", "1", 1);
-    setenv("TCSPARSE_GRB_THREADS", "5", 1);
-    const char *specs[3] = {NULL, "rmat:12:8", "uniform:20000:20000:4"};
-    const GrB_Index ns[3][2] = {{7, 64}, {33, 1}, {16, 100}};
-    const GrB_Semiring s = GrB_PLUS_TIMES_SEMIRING_FP32;
+    const char *specs[4] = {NULL, NULL, "rmat:12:8", "uniform:20000:20000:4"};
+    const GrB_Index ns[4][2] = {{7, 64}, {5, 32}, {33, 1}, {16, 100}};
     int failures = 0;
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         tc_csr g;
         char err[200], msg[300];
         if (specs[f] == NULL)
-            uneven_csr(&g);
+            uneven_csr(&g, f == 1);
         else
             cr_assert_eq(tc_csr_load(specs[f], &g, err, sizeof err), 0, "%s", err);
-        GrB_Matrix A = tg_from_csr(&g, GrB_FP32);
+        const char *label = specs[f] != NULL ? specs[f] : f == 1 ? "empty head" : "uneven rows";
+        GrB_Matrix A = tg_from_csr(&g, t);
         for (int q = 0; q < 2; q++) {
             const GrB_Index R = (GrB_Index)g.rows, K = (GrB_Index)g.cols, N = ns[f][q];
-            GrB_Matrix B = full_of(GrB_FP32, K, N, 90 + q), C1, C2;
-            cr_assert_eq(GrB_Matrix_new(&C1, GrB_FP32, R, N), 0);
-            cr_assert_eq(GrB_Matrix_new(&C2, GrB_FP32, R, N), 0);
+            GrB_Matrix B = full_of(t, K, N, 90 + q), C1, C2;
+            cr_assert_eq(GrB_Matrix_new(&C1, t, R, N), 0);
+            cr_assert_eq(GrB_Matrix_new(&C2, t, R, N), 0);
             cr_assert_eq(GrB_mxm(C1, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
             for (int again = 0; again < 2; again++) {
                 tcsparse_GrB_stats_t st;
                 cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
                 tcsparse_GrB_get_stats(&st);
-                const char *label = specs[f] != NULL ? specs[f] : "uneven rows";
                 if (st.last_path != TCSPARSE_GRB_PATH_SPMM ||
                     strstr(st.last_kernel, "slices") == NULL) {
                     cr_log_error("%s N=%d call %d: not sliced: path %d, %s (%s)", label, (int)N,
                                  again, (int)st.last_path, st.last_kernel, st.last_reason);
                     failures++;
-                } else if (tg_compare(C2, C1, 1e-5, msg, sizeof msg) != 0) {
+                } else if (tg_compare(C2, C1, tol, msg, sizeof msg) != 0) {
                     cr_log_error("%s N=%d call %d: %s", label, (int)N, again, msg);
                     failures++;
                 }
@@ -406,5 +406,28 @@ Test(grb_gpu, sliced_spmm)
         GrB_Matrix_free(&A);
         tc_csr_free(&g);
     }
-    cr_expect_eq(failures, 0);
+    return failures;
+}
+
+/* The cold SpMM in row slices (TCSPARSE_GRB_PIPE=1: also below its size threshold), whose
+ * uploads and downloads overlap on disjoint lanes; FP32, the default staging buffers, the
+ * OpenMP lanes. */
+Test(grb_gpu, sliced_spmm)
+{
+    TC_REQUIRE_GPU();
+    setenv("TCSPARSE_GRB_PIPE", "1", 1);
+    setenv("TCSPARSE_GRB_THREADS", "5", 1);
+    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5), 0);
+}
+
+/* The same in FP64, with 64 KiB staging buffers (each lane cycles its two buffers many times
+ * within one array) and threads of the adapter's own instead of the OpenMP pool. */
+Test(grb_gpu, sliced_spmm_fp64_small_buffers_own_threads)
+{
+    TC_REQUIRE_GPU();
+    setenv("TCSPARSE_GRB_PIPE", "1", 1);
+    setenv("TCSPARSE_GRB_THREADS", "3", 1);
+    setenv("TCSPARSE_GRB_STAGE_KB", "64", 1);
+    setenv("TCSPARSE_GRB_OMP", "0", 1);
+    cr_expect_eq(sliced_cases(GrB_FP64, GrB_PLUS_TIMES_SEMIRING_FP64, 1e-12), 0);
 }
