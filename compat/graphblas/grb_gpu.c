@@ -482,6 +482,14 @@ static int tc_h2d_narrow(void *d, const void *h, size_t count, char *why, size_t
     return tc_xfer(1, d, (void *)h, count, 8, 4, why, n);
 }
 
+/* alpha = 1 and beta = 0 in the call's type, for the host pointer mode */
+static const void *tc_scalar(tc_grb_vtype vt, int one)
+{
+    static const float f[2] = {0.0f, 1.0f};
+    static const double d[2] = {0.0, 1.0};
+    return vt == TC_GRB_F64 ? (const void *)&d[one != 0] : (const void *)&f[one != 0];
+}
+
 static cudaDataType tc_cuda_type(tc_grb_vtype vt)
 {
     return vt == TC_GRB_F64 ? CUDA_R_64F : CUDA_R_32F;
@@ -808,10 +816,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     size_t wbytes = 0;
     int64_t r[S + 1];
     int rc = -1;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    const void *one = tc_scalar(vt, 1), *zero = tc_scalar(vt, 0);
     tcsparseStatus_t s;
     cudaError_t e;
     cudaStream_t stream;
@@ -962,10 +967,7 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
     int own_a = 0, rc = -1;
     void *b_dev, *c_dev, *work = NULL;
     size_t wbytes = 0;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    const void *one = tc_scalar(vt, 1), *zero = tc_scalar(vt, 0);
     tcsparseStatus_t s;
 
     if (tc_spmm_pipe_wanted(A, B, pin_a == NULL || st_a == TC_PIN_NONE, es))
@@ -1047,10 +1049,7 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
     int own_p = 0, rc = -1;
     void *l_dev, *r_dev, *o_dev, *work = NULL;
     size_t wbytes = 0;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    const void *one = vt == TC_GRB_F64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = vt == TC_GRB_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    const void *one = tc_scalar(vt, 1), *zero = tc_scalar(vt, 0);
     tcsparseStatus_t s;
     cudaError_t e;
 

@@ -261,24 +261,38 @@ static spmm_case base_case(int N)
     return k;
 }
 
+typedef struct {
+    cudaDataType ab, c;
+    int tf32;
+    const char *n;
+} prec_t;
+
+static const prec_t all_precs[] = {
+    {CUDA_R_32F, CUDA_R_32F, 0, "3xtf32"}, {CUDA_R_32F, CUDA_R_32F, 1, "tf32"},
+    {CUDA_R_16F, CUDA_R_16F, 0, "f16"},    {CUDA_R_16F, CUDA_R_32F, 0, "f16->f32"},
+    {CUDA_R_16BF, CUDA_R_16BF, 0, "bf16"}, {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
+
+/* A sweep's case: precision pr, the base or the balanced kernel, beta 0 or -0.5 by parity. */
+static spmm_case prec_case(int N, const prec_t *pr, int bal, int parity)
+{
+    spmm_case k = base_case(N);
+    k.ab = pr->ab;
+    k.c = pr->c;
+    k.tf32 = pr->tf32;
+    k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+    k.beta = parity % 2 ? -0.5f : 0.0f;
+    return k;
+}
+
 /* Every precision x kernel on one matrix for a list of N. */
 static void sweep(const tc_csr *m, const char *name, const int *ns, int nn)
 {
-    const struct { cudaDataType ab, c; int tf32; const char *n; } precs[] = {
-        {CUDA_R_32F, CUDA_R_32F, 0, "3xtf32"}, {CUDA_R_32F, CUDA_R_32F, 1, "tf32"},
-        {CUDA_R_16F, CUDA_R_16F, 0, "f16"},    {CUDA_R_16F, CUDA_R_32F, 0, "f16->f32"},
-        {CUDA_R_16BF, CUDA_R_16BF, 0, "bf16"}, {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
     for (int i = 0; i < nn; i++)
-        for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+        for (size_t p = 0; p < sizeof all_precs / sizeof all_precs[0]; p++)
             for (int bal = 0; bal < 2; bal++) {
-                spmm_case k = base_case(ns[i]);
-                k.ab = precs[p].ab;
-                k.c = precs[p].c;
-                k.tf32 = precs[p].tf32;
-                k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
-                k.beta = (i + p) % 2 ? -0.5f : 0.0f;
+                spmm_case k = prec_case(ns[i], &all_precs[p], bal, i + (int)p);
                 char label[160];
-                snprintf(label, sizeof label, "%s N=%d %s %s", name, ns[i], precs[p].n,
+                snprintf(label, sizeof label, "%s N=%d %s %s", name, ns[i], all_precs[p].n,
                          bal ? "balanced" : "base");
                 run_case(m, &k, label);
             }
@@ -812,9 +826,7 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
     for (int v = 0; v < 2; v++)
         if (kc->var[v] != NULL)
             setenv(kc->var[v], kc->val[v], 1);
-    const struct { cudaDataType ab, c; int tf32; const char *n; } precs[] = {
-        {CUDA_R_32F, CUDA_R_32F, 0, "3xtf32"}, {CUDA_R_32F, CUDA_R_32F, 1, "tf32"},
-        {CUDA_R_16F, CUDA_R_16F, 0, "f16"},    {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
+    const prec_t precs[] = {all_precs[0], all_precs[1], all_precs[2], all_precs[5]};
     const char *specs[2] = {"rmat:9:8", "uniform:1001:777:5"};
     const int ns[2] = {7, 100};
     for (int f = 0; f < 2; f++) {
@@ -823,12 +835,7 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
         for (int i = 0; i < 2; i++)
             for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
                 for (int bal = 0; bal < 2; bal++) {
-                    spmm_case k = base_case(ns[i]);
-                    k.ab = precs[p].ab;
-                    k.c = precs[p].c;
-                    k.tf32 = precs[p].tf32;
-                    k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
-                    k.beta = (i + (int)p) % 2 ? -0.5f : 0.0f;
+                    spmm_case k = prec_case(ns[i], &precs[p], bal, i + (int)p);
                     char label[200];
                     snprintf(label, sizeof label, "%s=%s%s%s%s%s: %s N=%d %s %s", kc->var[0],
                              kc->val[0], kc->var[1] ? " " : "", kc->var[1] ? kc->var[1] : "",
