@@ -372,13 +372,20 @@ static void tc_xfer_lane_run(void *arg, int l)
         (void)cudaGetLastError();
 }
 
+/* host bytes of a job's segments */
+static size_t tc_xfer_job_bytes(const tc_xfer_job *j)
+{
+    size_t b = 0;
+    for (int s = 0; s < j->nseg; s++)
+        b += j->seg[s].count * j->seg[s].host_es;
+    return b;
+}
+
 /* Moves every segment of j (whose up and nseg are set): staged when the job is large
  * enough and staging is available, otherwise array by array through cudaMemcpy. */
 static int tc_xfer_run(tc_xfer_job *j, char *why, size_t n)
 {
-    size_t bytes = 0;
-    for (int s = 0; s < j->nseg; s++)
-        bytes += j->seg[s].count * j->seg[s].host_es;
+    const size_t bytes = tc_xfer_job_bytes(j);
     if (bytes == 0)
         return 0;
     const int lanes = tc_xfer_lanes_for(bytes);
@@ -727,14 +734,6 @@ static int tc_spmm_pipe_wanted(const tc_grb_csr *A, const tc_grb_dense *B, int a
         return 0;
     (void)tc_xfer_lanes_for(SIZE_MAX); /* sets the lanes up */
     return tc_nlanes >= 2;
-}
-
-static size_t tc_xfer_job_bytes(const tc_xfer_job *j)
-{
-    size_t b = 0;
-    for (int s = 0; s < j->nseg; s++)
-        b += j->seg[s].count * j->seg[s].host_es;
-    return b;
 }
 
 typedef struct {
