@@ -57,6 +57,9 @@ typedef struct {
     int sm_count;             /* sizes the default chunk length (about four waves) */
     int32_t force_chunk;      /* > 0: this chunk length (TCSPARSE_CHUNK_BLOCKS) */
     size_t keep_scratch;      /* bytes of conversion scratch the device may keep pooled */
+    int method;               /* 0: window-local for CSR with no row permutation and at most
+                               * 2^18 columns, the sort otherwise; 1: always the sort
+                               * (TCSPARSE_CONVERT_SORT=1; the tests compare both) */
     /* out */
     int64_t empty_windows, max_blocks_per_window;
     int64_t hist[16];         /* tcsparseMetcfStats_t's blocks_per_window_hist */

@@ -392,6 +392,9 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     const char *ce = getenv("TCSPARSE_CHUNK_BLOCKS"); /* tuning knob for tcsparse-bench */
     if (ce != NULL && atoi(ce) >= 1)
         x.force_chunk = atoi(ce);
+    const char *cs = getenv("TCSPARSE_CONVERT_SORT"); /* 1: the sorted path for every input */
+    if (cs != NULL && strcmp(cs, "1") == 0)
+        x.method = 1;
     if (tc_fault_take()) {
         free(p);
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,

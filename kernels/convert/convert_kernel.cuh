@@ -5,6 +5,9 @@
 // (a nonzero's slot is the number of occupied positions before its own), not a second sort.
 #pragma once
 #include <cstdint>
+#include <climits>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include "../kernels.h"
 #include "../metcf_rules.h"
 
@@ -204,6 +207,313 @@ __global__ void place_values(const unsigned long long *keys, const int32_t *vals
     const int64_t dst = (int64_t)blk_off[p.blk] + rank;
     blk_pos[dst] = (uint8_t)p.pos;
     val_idx[dst] = vals[i];
+}
+
+// ---- Window-local conversion of CSR (no row permutation, at most kLocalMaxCols columns) ----
+//
+// A CSR window's nonzeros are one contiguous range of the caller's arrays, and they keep that
+// range in ME-TCF (windows in order, each window's nonzeros together), so one thread block
+// can convert a window without any global sort.  A column's condensed index is the number of
+// distinct columns of the window below it, found
+//   * in a window of at most kShortMax nonzeros (a few a thread), by comparing the column
+//     with those of the window's first occurrences, held in shared memory;
+//   * in a longer window, from a bitmap of the window's columns over [min, max] in shared
+//     memory and the prefix count of its words.
+// A nonzero's slot in its block is then counted with the block's 128-bit occupancy mask, as
+// in the sorted path (shared memory, or global memory for windows of more than
+// kLocalOccBlocks blocks).  window_local<false, *> counts each window's blocks for the scan
+// that numbers them, window_local<true, *> writes the window's blocks; each kernel takes the
+// windows of its kind (short or long) and leaves the others.  The arrays are identical to the
+// sorted path's; the columns within a row need not be sorted.
+constexpr int kShortThreads = 64, kShortItems = 4; // short windows: at most 256 nonzeros
+constexpr int kShortMax = kShortThreads * kShortItems;
+constexpr int kLongThreads = 512;
+constexpr int64_t kLocalMaxCols = 1 << 18; // long windows' bitmap and prefix counts: 64 KiB
+constexpr int kLocalOccBlocks = 1024;      // long windows' occupancy in shared memory (20 KiB)
+
+struct MinOp {
+    __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+struct MaxOp {
+    __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+__device__ __forceinline__ int popc4(uint4 o)
+{
+    return __popc(o.x) + __popc(o.y) + __popc(o.z) + __popc(o.w);
+}
+
+// Number of occupied positions before pos in a block's mask.
+__device__ __forceinline__ int rank_in(uint4 o, int pos)
+{
+    const unsigned word[4] = {o.x, o.y, o.z, o.w};
+    const int q = pos >> 5;
+    int rank = __popc(word[q] & ((1u << (pos & 31)) - 1u));
+    for (int k = 0; k < q; k++)
+        rank += __popc(word[k]);
+    return rank;
+}
+
+// Row of nonzero j within its window: the last r with ro[r] <= j.
+__device__ __forceinline__ int row_in_window(const int64_t *ro, int64_t j)
+{
+    int r = 0;
+    for (int step = 8; step > 0; step >>= 1)
+        if (ro[r + step] <= j)
+            r += step;
+    return r;
+}
+
+// Short windows run in thread blocks of kShortThreads (many windows in flight on an SM),
+// long ones in blocks of kLongThreads (a long window's passes spread over more threads).
+template <bool kPlace, bool kLong>
+__global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
+    window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
+                 int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
+                 int32_t *nblk, const int32_t *win_off, int32_t *blk_col, int32_t *blk_off,
+                 unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags)
+{
+    constexpr int NT = kLong ? kLongThreads : kShortThreads;
+    using Reduce = cub::BlockReduce<int, NT>;
+    using Scan = cub::BlockScan<int, NT>;
+    __shared__ union {
+        typename Reduce::TempStorage r;
+        typename Scan::TempStorage s;
+        int col[2][kLong ? 1 : kShortMax]; // short windows: columns, first occurrences
+    } tmp;
+    __shared__ int64_t ro[17];
+    __shared__ int sh_a, sh_b;
+    __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
+    __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
+    extern __shared__ unsigned smem[]; // long windows: bitmap, then prefix counts (wmax each)
+    const int t = threadIdx.x;
+    const int32_t w = blockIdx.x;
+    if (t < 17) { // the window's row offsets, clamped into [0, nnz] (check_offsets flags them)
+        const int64_t r = (int64_t)w * 16 + t < rows ? (int64_t)w * 16 + t : rows;
+        const int64_t v = ld_any(off, off64, r) - base;
+        ro[t] = v < 0 ? 0 : v > nnz ? nnz : v;
+    }
+    if (kPlace && !kLong && w == windows - 1 && t == 0)
+        blk_off[win_off[windows]] = (int32_t)nnz;
+    __syncthreads();
+    const int64_t s = ro[0], e = ro[16] > s ? ro[16] : s;
+    if ((e - s > kShortMax) != kLong)
+        return; // the other kernel's window
+    const int32_t wo = kPlace ? win_off[w] : 0, nb = kPlace ? win_off[w + 1] - wo : 0;
+
+    if (!kLong) {
+        // item k of thread t is the window's nonzero t + k * kShortThreads
+        const int n = (int)(e - s);
+        int c[kShortItems], lrow[kShortItems], lc[kShortItems];
+        bool first[kShortItems];
+#pragma unroll
+        for (int k = 0; k < kShortItems; k++) {
+            const int i = t + k * kShortThreads;
+            c[k] = -1;
+            lrow[k] = 0;
+            lc[k] = 0;
+            if (i < n) {
+                const int64_t cc = ld_any(idx, idx64, s + i) - base;
+                if (cc >= 0 && cc < cols) {
+                    c[k] = (int)cc;
+                    lrow[k] = row_in_window(ro, s + i);
+                } else if (!kPlace) {
+                    atomicOr(flags, kBadIndex);
+                }
+            }
+            tmp.col[0][i] = c[k];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kShortItems; k++) {
+            const int i = t + k * kShortThreads;
+            first[k] = c[k] >= 0;
+            for (int q = 0; first[k] && q < i; q++)
+                first[k] = tmp.col[0][q] != c[k];
+            tmp.col[1][i] = first[k] ? c[k] : INT_MAX;
+        }
+        __syncthreads();
+        int d = 0; // condensed index: distinct columns below c
+        for (int q = 0; q < n; q++) {
+            const int f = tmp.col[1][q];
+            d += f != INT_MAX;
+#pragma unroll
+            for (int k = 0; k < kShortItems; k++)
+                lc[k] += f < c[k];
+        }
+        if (!kPlace) {
+            if (t == 0)
+                nblk[w] = (d + 7) / 8;
+            return;
+        }
+        if (nb != (d + 7) / 8 || (int64_t)wo + nb > bub) { // overlapping (invalid) offsets only
+            if (t == 0)
+                atomicOr(flags, kBadOffsets);
+            return;
+        }
+#pragma unroll
+        for (int k = 0; k < kShortItems; k++)
+            if (first[k])
+                blk_col[((int64_t)wo + lc[k] / 8) * 8 + lc[k] % 8] = c[k];
+        if (t < nb * 8 - d)
+            blk_col[(int64_t)wo * 8 + d + t] = -1;
+        if (t < nb)
+            so[t] = make_uint4(0, 0, 0, 0);
+        __syncthreads();
+        unsigned *sw = reinterpret_cast<unsigned *>(so);
+#pragma unroll
+        for (int k = 0; k < kShortItems; k++) {
+            if (c[k] < 0)
+                continue;
+            const int pos = lrow[k] * 8 + lc[k] % 8;
+            const unsigned bit = 1u << (pos & 31);
+            if (atomicOr(&sw[lc[k] / 8 * 4 + (pos >> 5)], bit) & bit)
+                atomicOr(flags, kDuplicate); // the same row and column twice
+        }
+        __syncthreads();
+        if (t < 32) { // nb <= 32: one warp numbers the blocks' nonzeros
+            const int cnt = t < nb ? popc4(so[t]) : 0;
+            int inc = cnt;
+            for (int k = 1; k < 32; k <<= 1) {
+                const int y = __shfl_up_sync(0xffffffffu, inc, k);
+                if (t >= k)
+                    inc += y;
+            }
+            if (t < nb) {
+                sboff[t] = inc - cnt;
+                blk_off[wo + t] = (int32_t)(s + inc - cnt);
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kShortItems; k++) {
+            if (c[k] < 0)
+                continue;
+            const int lb = lc[k] / 8, pos = lrow[k] * 8 + lc[k] % 8;
+            const int64_t dst = s + sboff[lb] + rank_in(so[lb], pos);
+            if (dst < e) {
+                blk_pos[dst] = (uint8_t)pos;
+                val_idx[dst] = (int32_t)(s + t + k * kShortThreads);
+            }
+        }
+        return;
+    }
+
+    // long windows: the column range; invalid columns are flagged and skipped after
+    int cmin = INT_MAX, cmax = -1;
+    for (int64_t j = s + t; j < e; j += NT) {
+        const int64_t c = ld_any(idx, idx64, j) - base;
+        if (c < 0 || c >= cols) {
+            if (!kPlace)
+                atomicOr(flags, kBadIndex);
+            continue;
+        }
+        cmin = min(cmin, (int)c);
+        cmax = max(cmax, (int)c);
+    }
+    int v = Reduce(tmp.r).Reduce(cmin, MinOp());
+    if (t == 0)
+        sh_a = v;
+    __syncthreads();
+    v = Reduce(tmp.r).Reduce(cmax, MaxOp());
+    if (t == 0)
+        sh_b = v;
+    __syncthreads();
+    cmin = sh_a;
+    cmax = sh_b;
+    if (cmax < 0) { // no valid nonzero: no block
+        if (!kPlace && t == 0)
+            nblk[w] = 0;
+        return;
+    }
+    const int nw = (cmax - cmin) / 32 + 1;
+    unsigned *bm = smem, *pref = smem + wmax; // wmax = ceil(cols / 32) >= nw
+    for (int i = t; i < nw; i += NT)
+        bm[i] = 0;
+    __syncthreads();
+    for (int64_t j = s + t; j < e; j += NT) {
+        const int64_t c = ld_any(idx, idx64, j) - base;
+        if (c >= 0 && c < cols)
+            atomicOr(&bm[(c - cmin) >> 5], 1u << ((c - cmin) & 31));
+    }
+    __syncthreads();
+    // each thread counts a contiguous run of words; the scan numbers the distinct columns
+    const int per = (nw + NT - 1) / NT, w0 = t * per;
+    const int w1 = w0 + per < nw ? w0 + per : nw;
+    int mine = 0;
+    for (int i = w0; i < w1; i++)
+        mine += __popc(bm[i]);
+    int first, d;
+    Scan(tmp.s).ExclusiveSum(mine, first, d);
+    if (!kPlace) {
+        if (t == 0)
+            nblk[w] = (d + 7) / 8;
+        return;
+    }
+    if (nb != (d + 7) / 8 || (int64_t)wo + nb > bub) {
+        if (t == 0)
+            atomicOr(flags, kBadOffsets);
+        return;
+    }
+    for (int i = w0, lc = first; i < w1; i++) { // condensed columns and their prefix counts
+        pref[i] = lc;
+        for (unsigned bits = bm[i]; bits != 0; bits &= bits - 1, lc++)
+            blk_col[((int64_t)wo + lc / 8) * 8 + lc % 8] = cmin + 32 * i + __ffs(bits) - 1;
+    }
+    if (t < nb * 8 - d)
+        blk_col[(int64_t)wo * 8 + d + t] = -1;
+    // occupancy in shared memory when the window's blocks fit, else in the scratch
+    const bool in_smem = nb <= kLocalOccBlocks;
+    uint4 *o4 = in_smem ? so : reinterpret_cast<uint4 *>(occ) + wo;
+    for (int b = t; b < nb; b += NT)
+        o4[b] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    auto place = [&](int64_t j, int &lb, int &pos) -> bool {
+        const int64_t c = ld_any(idx, idx64, j) - base;
+        if (c < 0 || c >= cols)
+            return false;
+        const int i = (int)(c - cmin);
+        const int lc = pref[i >> 5] + __popc(bm[i >> 5] & ((1u << (i & 31)) - 1u));
+        lb = lc / 8;
+        pos = row_in_window(ro, j) * 8 + lc % 8;
+        return true;
+    };
+    unsigned *ow = reinterpret_cast<unsigned *>(o4);
+    for (int64_t j = s + t; j < e; j += NT) {
+        int lb, pos;
+        if (!place(j, lb, pos))
+            continue;
+        const unsigned bit = 1u << (pos & 31);
+        if (atomicOr(&ow[lb * 4 + (pos >> 5)], bit) & bit)
+            atomicOr(flags, kDuplicate);
+    }
+    __syncthreads();
+    // each block's first nonzero: the window's start plus the nonzeros of the blocks before
+    int carry = 0;
+    for (int b0 = 0; b0 < nb; b0 += NT) {
+        const int b = b0 + t;
+        const int cnt = b < nb ? popc4(in_smem ? so[b] : __ldcg(&o4[b])) : 0;
+        int ex, tot;
+        Scan(tmp.s).ExclusiveSum(cnt, ex, tot);
+        if (b < nb) {
+            blk_off[wo + b] = (int32_t)(s + carry + ex);
+            if (in_smem)
+                sboff[b] = carry + ex;
+        }
+        carry += tot;
+        __syncthreads();
+    }
+    for (int64_t j = s + t; j < e; j += NT) {
+        int lb, pos;
+        if (!place(j, lb, pos))
+            continue;
+        const int64_t first_nz = in_smem ? s + sboff[lb] : (int64_t)__ldcg(&blk_off[wo + lb]);
+        const int64_t dst = first_nz + rank_in(in_smem ? so[lb] : __ldcg(&o4[lb]), pos);
+        if (dst >= s && dst < e) {
+            blk_pos[dst] = (uint8_t)pos;
+            val_idx[dst] = (int32_t)j;
+        }
+    }
 }
 
 // The conversion's summary, read back by the host after its one synchronisation.

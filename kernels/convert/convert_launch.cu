@@ -185,6 +185,19 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     shift = cbits + 4;
     wbits = bits_for(windows > 1 ? windows : 2);
     const bool narrow = shift + wbits <= 32; // the sort's keys fit 32 bits
+    // CSR in the caller's row order with few enough columns for a bitmap: window by window
+    bool local = csr && in->row_new == nullptr && in->cols <= kLocalMaxCols && xo->method != 1;
+    const int wmax = (int)((in->cols + 31) / 32);
+    const size_t local_smem = 2 * sizeof(unsigned) * (size_t)wmax;
+    if (local) { // the long kernel's bitmap and its static 21 KiB must fit a thread block
+        int dev = 0, optin = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+                cudaSuccess ||
+            (size_t)optin < local_smem + 24 * 1024)
+            local = false;
+        (void)cudaGetLastError();
+    }
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
     // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
     // of few columns, whose windows are dense); every window has at least one chunk and a
@@ -223,7 +236,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     {
         // CUB's workspace, big enough for the sort and every scan
         size_t a = 0, b = 0, c = 0, d = 0;
-        if (nnz > 0) {
+        if (nnz > 0 && !local) {
             cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
             cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
             if (narrow) {
@@ -245,7 +258,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         cub_bytes = a > b ? a : b;
         cub_bytes = cub_bytes > c ? cub_bytes : c;
         cub_bytes = cub_bytes > d ? cub_bytes : d;
-        const size_t n = (size_t)nnz, w1 = (size_t)windows + 1;
+        const size_t n = local ? 0 : (size_t)nnz, w1 = (size_t)windows + 1;
         const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
                              2 * align16(4 * w1) + 2 * align16(8 * w1) + align16(sizeof(summary)) +
                              align16(cub_bytes) + 16;
@@ -274,6 +287,40 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * ((size_t)windows + 1), s), "win_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
+    } else if (local) {
+        check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
+                                                         in->base, &sum->flags);
+        { // with its static shared memory, the long kernel may pass the default 48 KiB
+            TC_CU(cudaFuncSetAttribute(window_local<false, true>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)local_smem), "window_local's shared memory");
+            TC_CU(cudaFuncSetAttribute(window_local<true, true>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)local_smem), "window_local's shared memory");
+        }
+        TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
+        // short windows (one nonzero a thread), then long windows (the bitmap)
+        window_local<false, false><<<windows, kShortThreads, 0, s>>>(
+            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
+            in->base, windows, bub, wmax, nblk, nullptr, nullptr, nullptr, nullptr, nullptr,
+            nullptr, &sum->flags);
+        window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
+            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
+            in->base, windows, bub, wmax, nblk, nullptr, nullptr, nullptr, nullptr, nullptr,
+            nullptr, &sum->flags);
+        TC_CU(cudaGetLastError(), "launching window_local (counting)");
+        TC_CU(alloc_plan(), "allocating the plan");
+        TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
+              "window offsets");
+        window_local<true, false><<<windows, kShortThreads, 0, s>>>(
+            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
+            in->base, windows, bub, wmax, nullptr, m.win_off, m.blk_col, m.blk_off, occ,
+            m.blk_pos, m.val_idx, &sum->flags);
+        window_local<true, true><<<windows, kLongThreads, local_smem, s>>>(
+            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
+            in->base, windows, bub, wmax, nullptr, m.win_off, m.blk_col, m.blk_off, occ,
+            m.blk_pos, m.val_idx, &sum->flags);
+        TC_CU(cudaGetLastError(), "launching window_local (placing)");
     } else {
         if (csr || csc)
             check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,

@@ -141,37 +141,41 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
     tc_convert_input in = {.format = fmt, .rows = m->rows, .cols = m->cols, .nnz = m->nnz,
                            .offsets = d_off, .indices = d_idx, .offsets_64 = is64,
                            .indices_64 = is64, .base = base};
-    tc_dev_metcf g;
-    char err[256];
-    /* the schedule under each configuration in turn: the default chunk length for 132 SMs
-     * (16 on these sizes), for 1 and 2 SMs (longer chunks, up to the cap of 128), and
-     * forced lengths of 3 and 1 */
-    static const struct { int sm; int32_t force; } cfg[] = {{132, 0}, {132, 3}, {1, 0}, {2, 0}, {132, 1}};
-    static unsigned next;
-    const unsigned c = next++ % (sizeof cfg / sizeof cfg[0]);
-    tc_convert_extra x = {.sm_count = cfg[c].sm, .force_chunk = cfg[c].force, .keep_scratch = 1 << 20};
-    cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS, "%s: GPU: %s",
-                 name, err);
-    check_extra(&ref, &x, name);
-    cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
-    cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
-    int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
-    int32_t *boff = from_device(g.blk_off, 4 * (size_t)(g.blocks + 1));
-    int32_t *bcol = from_device(g.blk_col, 4 * 8 * (size_t)g.blocks);
-    int32_t *vidx = from_device(g.val_idx, 4 * (size_t)m->nnz);
-    uint8_t *bpos = from_device(g.blk_pos, (size_t)m->nnz);
-    for (int64_t w = 0; w <= ref.windows; w++)
-        cr_assert_eq(win[w], ref.win_off[w], "%s: win_off[%lld]", name, (long long)w);
-    for (int64_t b = 0; b <= ref.blocks; b++)
-        cr_assert_eq(boff[b], ref.blk_off[b], "%s: blk_off[%lld]", name, (long long)b);
-    for (int64_t i = 0; i < 8 * ref.blocks; i++)
-        cr_assert_eq(bcol[i], ref.blk_col[i], "%s: blk_col[%lld]", name, (long long)i);
-    for (int64_t i = 0; i < m->nnz; i++) {
-        cr_assert_eq(bpos[i], ref.blk_pos[i], "%s: blk_pos[%lld]", name, (long long)i);
-        cr_assert_eq(vidx[i], ref.val_idx[i], "%s: val_idx[%lld]", name, (long long)i);
+    /* CSR converts window by window (few columns) or through the sort: both, every time */
+    for (int method = 0; method <= (fmt == TCSPARSE_FORMAT_CSR); method++) {
+        tc_dev_metcf g;
+        char err[256];
+        /* the schedule under each configuration in turn: the default chunk length for 132 SMs
+         * (16 on these sizes), for 1 and 2 SMs (longer chunks, up to the cap of 128), and
+         * forced lengths of 3 and 1 */
+        static const struct { int sm; int32_t force; } cfg[] = {{132, 0}, {132, 3}, {1, 0}, {2, 0}, {132, 1}};
+        static unsigned next;
+        const unsigned c = next++ % (sizeof cfg / sizeof cfg[0]);
+        tc_convert_extra x = {.sm_count = cfg[c].sm, .force_chunk = cfg[c].force, .keep_scratch = 1 << 20,
+                              .method = method};
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS,
+                     "%s (method %d): GPU: %s", name, method, err);
+        check_extra(&ref, &x, name);
+        cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
+        cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
+        int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
+        int32_t *boff = from_device(g.blk_off, 4 * (size_t)(g.blocks + 1));
+        int32_t *bcol = from_device(g.blk_col, 4 * 8 * (size_t)g.blocks);
+        int32_t *vidx = from_device(g.val_idx, 4 * (size_t)m->nnz);
+        uint8_t *bpos = from_device(g.blk_pos, (size_t)m->nnz);
+        for (int64_t w = 0; w <= ref.windows; w++)
+            cr_assert_eq(win[w], ref.win_off[w], "%s: win_off[%lld]", name, (long long)w);
+        for (int64_t b = 0; b <= ref.blocks; b++)
+            cr_assert_eq(boff[b], ref.blk_off[b], "%s: blk_off[%lld]", name, (long long)b);
+        for (int64_t i = 0; i < 8 * ref.blocks; i++)
+            cr_assert_eq(bcol[i], ref.blk_col[i], "%s: blk_col[%lld]", name, (long long)i);
+        for (int64_t i = 0; i < m->nnz; i++) {
+            cr_assert_eq(bpos[i], ref.blk_pos[i], "%s: blk_pos[%lld]", name, (long long)i);
+            cr_assert_eq(vidx[i], ref.val_idx[i], "%s: val_idx[%lld]", name, (long long)i);
+        }
+        free(win); free(boff); free(bcol); free(vidx); free(bpos);
+        tc_dev_metcf_free(&g);
     }
-    free(win); free(boff); free(bcol); free(vidx); free(bpos);
-    tc_dev_metcf_free(&g);
     tc_metcf_free(&ref);
     cudaFree(d_off); cudaFree(d_idx);
     free(off); free(idx);
@@ -203,6 +207,44 @@ Test(gpu_convert, generated)
     }
 }
 
+/* Columns in reverse order within every row (CSR does not require them sorted). */
+static void reverse_rows(tc_csr *m)
+{
+    for (int64_t r = 0; r < m->rows; r++)
+        for (int64_t i = m->row_off[r], j = m->row_off[r + 1] - 1; i < j; i++, j--) {
+            int32_t c = m->col[i];
+            double v = m->val[i];
+            m->col[i] = m->col[j];
+            m->val[i] = m->val[j];
+            m->col[j] = c;
+            m->val[j] = v;
+        }
+}
+
+/* The window-local path's limits: 2^18 columns (its largest bitmap) and one past it (the
+ * sort), 160000 columns (static and dynamic shared memory above the default 48 KiB), windows
+ * of 32000 nonzeros over the whole column range (occupancy in global memory), windows of
+ * exactly 256 nonzeros (the longest short ones), dense windows, columns unsorted within
+ * rows. */
+Test(gpu_convert, window_local_limits)
+{
+    TC_REQUIRE_GPU();
+    static const char *specs[] = {"uniform:3000:262144:40", "uniform:3000:262145:40",
+                                  "uniform:50:262144:2000", "blocks:4000:16:200",
+                                  "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16", "uniform:2000:160000:40"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        tc_csr m;
+        char err[256], name[64];
+        cr_assert_eq(tc_gen_from_spec(specs[i], &m, err, sizeof err), 0, "%s", err);
+        compare(&m, TCSPARSE_FORMAT_CSR, 0, 0, specs[i]);
+        reverse_rows(&m);
+        snprintf(name, sizeof name, "%s reversed rows", specs[i]);
+        compare(&m, TCSPARSE_FORMAT_CSR, 0, 1, name);
+        compare(&m, TCSPARSE_FORMAT_CSR, 1, 0, name);
+        tc_csr_free(&m);
+    }
+}
+
 Test(gpu_convert, empty_and_tiny)
 {
     TC_REQUIRE_GPU();
@@ -223,17 +265,41 @@ Test(gpu_convert, rejects_bad_structure)
     int32_t bad_off[4] = {0, 3, 2, 4};
     struct { const int32_t *o, *c; const char *what; } cases[] = {
         {off, bad_col, "column out of range"}, {off, dup_col, "duplicate"}, {bad_off, dup_col, "offsets"}};
-    for (int i = 0; i < 3; i++) {
-        void *d_off = to_device(cases[i].o, sizeof off), *d_col = to_device(cases[i].c, sizeof off);
+    for (int i = 0; i < 6; i++) { /* window by window, then through the sort */
+        void *d_off = to_device(cases[i % 3].o, sizeof off);
+        void *d_col = to_device(cases[i % 3].c, sizeof off);
         tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = 3, .nnz = 4,
                                .offsets = d_off, .indices = d_col};
         tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132};
+        tc_convert_extra x = {.sm_count = 132, .method = i / 3};
         char err[256] = "";
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
-                     "%s accepted", cases[i].what);
+                     "%s accepted (method %d)", cases[i % 3].what, i / 3);
         cr_assert(err[0] != '\0');
         cudaFree(d_off); cudaFree(d_col);
+    }
+    /* a window longer than a thread block (the window-local path's bitmap): a duplicate, a
+     * column past the end, both paths */
+    {
+        enum { L = 300 };
+        int32_t loff[4] = {0, L, L, L}, lcol[L];
+        for (int k = 0; k < 2; k++)
+            for (int method = 0; method < 2; method++) {
+                for (int i = 0; i < L; i++)
+                    lcol[i] = i;
+                lcol[150] = k == 0 ? 149 : L + 5;
+                void *d_off = to_device(loff, sizeof loff), *d_col = to_device(lcol, sizeof lcol);
+                tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = L,
+                                       .nnz = L, .offsets = d_off, .indices = d_col};
+                tc_dev_metcf g;
+                tc_convert_extra x = {.sm_count = 132, .method = method};
+                char err[256] = "";
+                cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
+                             TCSPARSE_STATUS_INVALID_VALUE, "long window: %s accepted (method %d)",
+                             k == 0 ? "duplicate" : "column past the end", method);
+                cr_assert(strstr(err, k == 0 ? "duplicate" : "outside") != NULL, "%s", err);
+                cudaFree(d_off); cudaFree(d_col);
+            }
     }
     /* COO and CSC, 64-bit indices: a negative row, a column past the end, bad column offsets */
     {
