@@ -40,6 +40,7 @@ typedef struct {
     int32_t *win_row;   /* windows*16 or NULL (rows not reordered): the caller's row of each
                          * window row, -1 past the last row; kernels read and write row
                          * win_row[w*16+i] instead of w*16+i */
+    int pooled;         /* win_off's allocation came from the conversion's memory pool */
 } tc_dev_metcf;
 
 /* One unit of work of the balanced kernel: blocks [begin, end) of window win; split != 0

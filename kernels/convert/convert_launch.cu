@@ -135,6 +135,10 @@ tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
 
 extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
 {
+    // cudaFree waits for the device before it frees a cudaMalloc allocation, but not before
+    // it frees one from a pool: the plan may still be read by kernels on any stream
+    if (m->pooled && m->win_off != nullptr)
+        (void)cudaDeviceSynchronize();
     cudaFree(m->win_off); // the one allocation of the plan's arrays and schedule
     cudaFree(m->win_row);
     *m = tc_dev_metcf{};
@@ -189,12 +193,16 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     bool local = csr && in->row_new == nullptr && in->cols <= kLocalMaxCols && xo->method != 1;
     const int wmax = (int)((in->cols + 31) / 32);
     const size_t local_smem = 2 * sizeof(unsigned) * (size_t)wmax;
-    if (local) { // the long kernel's bitmap and its static 21 KiB must fit a thread block
+    // The long kernel's limit of dynamic shared memory is set to its largest bitmap, the
+    // same value from every thread: a limit fitted to each matrix would race with other
+    // threads' launches (a smaller limit set between another thread's setting and launch).
+    const int local_smem_max = (int)(2 * sizeof(unsigned) * (kLocalMaxCols / 32));
+    if (local) { // that bitmap and the kernel's static 21 KiB must fit a thread block
         int dev = 0, optin = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
                 cudaSuccess ||
-            (size_t)optin < local_smem + 24 * 1024)
+            optin < local_smem_max + 24 * 1024)
             local = false;
         (void)cudaGetLastError();
     }
@@ -212,8 +220,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
 
-    // The plan: one allocation, each part 16-byte aligned.  cudaMalloc blocks the host for
-    // 0.05-0.3 ms, so it is made while the GPU sorts.
+    // The plan: one allocation, each part 16-byte aligned, from the conversion's pool (the
+    // memory of earlier plans and scratch, kept mapped up to keep_scratch bytes), else from
+    // cudaMalloc.  cudaMalloc blocks the host for 0.15-0.5 ms on the H100, longer than the
+    // first kernels it is made behind; from the pool, once warm, it costs microseconds.
     auto alloc_plan = [&]() -> cudaError_t {
         const size_t a_win = 0, a_off = a_win + align16(4 * ((size_t)windows + 1));
         const size_t a_col = a_off + align16(4 * ((size_t)bub + 1));
@@ -221,7 +231,17 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         const size_t a_ch = a_pos + align16((size_t)nnz), a_sp = a_ch + 16 * (size_t)slots;
         dev_bytes = a_sp + 4 * (size_t)windows + 1;
         char *base = nullptr;
-        cudaError_t e = cudaMalloc(&base, dev_bytes);
+        cudaError_t e = cudaErrorMemoryAllocation;
+        if (cudaMemPool_t p = scratch_pool(xo->keep_scratch)) {
+            e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), dev_bytes, p, s);
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError();
+                base = nullptr;
+            }
+        }
+        m.pooled = e == cudaSuccess;
+        if (!m.pooled)
+            e = cudaMalloc(&base, dev_bytes);
         if (e != cudaSuccess)
             return e;
         m.win_off = reinterpret_cast<int32_t *>(base + a_win);
@@ -293,10 +313,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         { // with its static shared memory, the long kernel may pass the default 48 KiB
             TC_CU(cudaFuncSetAttribute(window_local<false, true>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)local_smem), "window_local's shared memory");
+                                       local_smem_max), "window_local's shared memory");
             TC_CU(cudaFuncSetAttribute(window_local<true, true>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)local_smem), "window_local's shared memory");
+                                       local_smem_max), "window_local's shared memory");
         }
         TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
         // short windows (one nonzero a thread), then long windows (the bitmap)

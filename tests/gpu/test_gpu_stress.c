@@ -191,10 +191,16 @@ static void *run_worker(void *arg)
                      "", k, round);
             if (round % 2 == 1) {
                 tcsparseMetcfStats_t st;
-                if (tcsparseSpMatGetMetcfStats(h, s->A, &st) == TCSPARSE_STATUS_SUCCESS &&
-                    st.nnz != s->m.nnz)
+                const tcsparseStatus_t gs = tcsparseSpMatGetMetcfStats(h, s->A, &st);
+                if (gs == TCSPARSE_STATUS_SUCCESS && st.nnz != s->m.nnz)
                     note(w, "statistics of the wrong matrix%s%s (matrix %d, round %d)", "", "",
                          k, round);
+                /* a plan is built, or refused by the cache's limit: never a failed build
+                 * (one that fell back to cuSPARSE unnoticed, as concurrent conversions once
+                 * did when they raced on a kernel's shared-memory limit) */
+                if (gs != TCSPARSE_STATUS_SUCCESS && gs != TCSPARSE_STATUS_NOT_SUPPORTED)
+                    note(w, "plan build failed: %s%s (matrix %d, round %d)",
+                         tcsparseGetLastErrorMessage(), "", k, round);
             }
         }
         if (cudaStreamSynchronize(stream) != cudaSuccess) {
