@@ -227,7 +227,7 @@ __global__ void place_values(const unsigned long long *keys, const int32_t *vals
 // sorted path's; the columns within a row need not be sorted.
 constexpr int kShortThreads = 64, kShortItems = 4; // short windows: at most 256 nonzeros
 constexpr int kShortMax = kShortThreads * kShortItems;
-constexpr int kLongThreads = 512;
+constexpr int kLongThreads = 512; // 1024 measured slower on the BlogCatalog replicas and mdual
 constexpr int64_t kLocalMaxCols = 1 << 18; // long windows' bitmap and prefix counts: 64 KiB
 constexpr int kLocalOccBlocks = 1024;      // long windows' occupancy in shared memory (20 KiB)
 
@@ -270,7 +270,8 @@ template <bool kPlace, bool kLong>
 __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
     window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
                  int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
-                 int32_t *nblk, const int32_t *win_off, int32_t *blk_col, int32_t *blk_off,
+                 int32_t *nblk, int2 *crange, const int32_t *win_off, int32_t *blk_col,
+                 int32_t *blk_off,
                  unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags)
 {
     constexpr int NT = kLong ? kLongThreads : kShortThreads;
@@ -400,27 +401,37 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
     }
 
     // long windows: the column range; invalid columns are flagged and skipped after
+    // (the counting pass finds it and keeps it in crange for the placing pass)
     int cmin = INT_MAX, cmax = -1;
-    for (int64_t j = s + t; j < e; j += NT) {
-        const int64_t c = ld_any(idx, idx64, j) - base;
-        if (c < 0 || c >= cols) {
-            if (!kPlace)
+    if (kPlace) {
+        const int2 cr = crange[w];
+        cmin = cr.x;
+        cmax = cr.y;
+    } else {
+        for (int64_t j = s + t; j < e; j += NT) {
+            const int64_t c = ld_any(idx, idx64, j) - base;
+            if (c < 0 || c >= cols) {
                 atomicOr(flags, kBadIndex);
-            continue;
+                continue;
+            }
+            cmin = min(cmin, (int)c);
+            cmax = max(cmax, (int)c);
         }
-        cmin = min(cmin, (int)c);
-        cmax = max(cmax, (int)c);
+        int v = Reduce(tmp.r).Reduce(cmin, MinOp());
+        if (t == 0)
+            sh_a = v;
+        __syncthreads();
+        v = Reduce(tmp.r).Reduce(cmax, MaxOp());
+        if (t == 0) {
+            sh_b = v;
+            crange[w] = make_int2(sh_a, v);
+        }
+        __syncthreads();
+        cmin = sh_a;
+        cmax = sh_b;
     }
-    int v = Reduce(tmp.r).Reduce(cmin, MinOp());
-    if (t == 0)
-        sh_a = v;
-    __syncthreads();
-    v = Reduce(tmp.r).Reduce(cmax, MaxOp());
-    if (t == 0)
-        sh_b = v;
-    __syncthreads();
-    cmin = sh_a;
-    cmax = sh_b;
+    if (cmin > cmax || cmin < 0 || cmax >= cols) // crange only ever holds a valid range
+        cmax = -1;
     if (cmax < 0) { // no valid nonzero: no block
         if (!kPlace && t == 0)
             nblk[w] = 0;

@@ -163,6 +163,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     size_t cub_bytes = 0, dev_bytes = 0;
     unsigned long long *k0, *k1, *packed, *pscan;
     int32_t *v0, *v1, *head, *dist, *nblk, *dfirst, *split;
+    int2 *crange;
     unsigned *occ;
     tc_chunk *chunks;
     summary *sum;
@@ -280,7 +281,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         cub_bytes = cub_bytes > d ? cub_bytes : d;
         const size_t n = local ? 0 : (size_t)nnz, w1 = (size_t)windows + 1;
         const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
-                             2 * align16(4 * w1) + 2 * align16(8 * w1) + align16(sizeof(summary)) +
+                             2 * align16(4 * w1) + 3 * align16(8 * w1) + align16(sizeof(summary)) +
                              align16(cub_bytes) + 16;
         TC_CU(x.alloc(total, xo->keep_scratch), "allocating scratch");
         k0 = x.take<unsigned long long>(8 * n);
@@ -291,6 +292,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         dist = x.take<int32_t>(4 * n);
         occ = x.take<unsigned>(16 * (size_t)bub);
         nblk = x.take<int32_t>(4 * w1);
+        crange = x.take<int2>(local ? 8 * w1 : 0);
         dfirst = x.take<int32_t>(4 * w1);
         packed = x.take<unsigned long long>(8 * w1);
         pscan = x.take<unsigned long long>(8 * w1);
@@ -322,24 +324,24 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         // short windows (one nonzero a thread), then long windows (the bitmap)
         window_local<false, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nblk, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, &sum->flags);
+            in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
+            nullptr, nullptr, &sum->flags);
         window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nblk, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, &sum->flags);
+            in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
+            nullptr, nullptr, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (counting)");
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
               "window offsets");
         window_local<true, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nullptr, m.win_off, m.blk_col, m.blk_off, occ,
-            m.blk_pos, m.val_idx, &sum->flags);
+            in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
+            occ, m.blk_pos, m.val_idx, &sum->flags);
         window_local<true, true><<<windows, kLongThreads, local_smem, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nullptr, m.win_off, m.blk_col, m.blk_off, occ,
-            m.blk_pos, m.val_idx, &sum->flags);
+            in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
+            occ, m.blk_pos, m.val_idx, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (placing)");
     } else {
         if (csr || csc)
