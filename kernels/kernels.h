@@ -72,8 +72,9 @@ typedef struct {
 
 /* Builds ME-TCF on the GPU (rows permuted by in->row_new when not NULL; val_idx still
  * indexes the caller's values array), with the statistics and schedule of *x.  One
- * allocation, sized by upper bounds (blocks <= (nnz + 7 min(windows, nnz)) / 8 and
- * blocks <= windows ceil(cols / 8)), and one
+ * allocation (from the conversion's memory pool where it can; tc_dev_metcf_free waits for
+ * the device before freeing it), sized by upper bounds (blocks <= (nnz + 7 min(windows,
+ * nnz)) / 8 and blocks <= windows ceil(cols / 8)), and one
  * synchronisation at the end, after which the plan may be used on any stream.  Invalid input
  * (offsets, indices out of range, duplicates) gives TCSPARSE_STATUS_INVALID_VALUE; sizes
  * beyond int32 give TCSPARSE_STATUS_NOT_SUPPORTED. */

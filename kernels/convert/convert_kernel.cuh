@@ -1,8 +1,12 @@
-// Kernels of the GPU CSR/CSC/COO -> ME-TCF conversion.  One thread per nonzero, per window
-// or per chunk throughout: no thread walks a whole window, so a dense row costs what its
-// nonzeros cost.  One sort, by (window, column, row-in-window), condenses the columns; each
-// block's nonzeros are then ordered by position with a 128-bit occupancy mask per block
-// (a nonzero's slot is the number of occupied positions before its own), not a second sort.
+// Kernels of the GPU CSR/CSC/COO -> ME-TCF conversion.  Two ways to the same arrays:
+// * the sorted path (any input): one thread per nonzero, per window or per chunk throughout
+//   (no thread walks a whole window, so a dense row costs what its nonzeros cost).  One sort,
+//   by (window, column, row-in-window), condenses the columns; each block's nonzeros are then
+//   ordered by position with a 128-bit occupancy mask per block (a nonzero's slot is the
+//   number of occupied positions before its own), not a second sort;
+// * the window-local path (CSR in the caller's row order, at most kLocalMaxCols columns): one
+//   thread block per window, no sort (window_local below).
+// The statistics and the balanced schedule follow either.
 #pragma once
 #include <cstdint>
 #include <climits>
