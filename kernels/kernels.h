@@ -62,6 +62,7 @@ typedef struct {
                                * 2^18 columns, the sort otherwise; 1: always the sort
                                * (TCSPARSE_CONVERT_SORT=1; the tests compare both) */
     /* out */
+    int used_local;           /* the window-local path ran (else the sort) */
     int64_t empty_windows, max_blocks_per_window;
     int64_t hist[16];         /* tcsparseMetcfStats_t's blocks_per_window_hist */
     int32_t chunk_blocks, nchunks, nsplit;

@@ -298,13 +298,35 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
         const int64_t v = ld_any(off, off64, r) - base;
         ro[t] = v < 0 ? 0 : v > nnz ? nnz : v;
     }
-    if (kPlace && !kLong && w == windows - 1 && t == 0)
-        blk_off[win_off[windows]] = (int32_t)nnz;
+    if (kPlace && !kLong && w == windows - 1 && t == 0) {
+        const int32_t tot = win_off[windows];
+        if (tot >= 0 && tot <= bub)
+            blk_off[tot] = (int32_t)nnz;
+    }
     __syncthreads();
-    const int64_t s = ro[0], e = ro[16] > s ? ro[16] : s;
+    // Invalid offsets (flagged by check_offsets, which ran before on the stream, or
+    // decreasing inside this window) would make windows overlap: their nonzeros counted
+    // again for every window, work without bound and more blocks than the plan holds.  Every
+    // window then stops here; the writes below are bounded by the plan's sizes in any case.
+    if (t == 0) {
+        int bad = *reinterpret_cast<volatile int *>(flags) & kBadOffsets;
+        for (int k = 0; k < 16; k++)
+            bad |= ro[k + 1] < ro[k];
+        sh_a = bad;
+    }
+    __syncthreads();
+    if (sh_a) {
+        if (!kPlace && !kLong && t == 0) { // one of the two counting kernels reports it
+            nblk[w] = 0;
+            atomicOr(flags, kBadOffsets);
+        }
+        return;
+    }
+    const int64_t s = ro[0], e = ro[16];
     if ((e - s > kShortMax) != kLong)
         return; // the other kernel's window
     const int32_t wo = kPlace ? win_off[w] : 0, nb = kPlace ? win_off[w + 1] - wo : 0;
+    __syncthreads(); // sh_a is reused below
 
     if (!kLong) {
         // item k of thread t is the window's nonzero t + k * kShortThreads
@@ -351,7 +373,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
                 nblk[w] = (d + 7) / 8;
             return;
         }
-        if (nb != (d + 7) / 8 || (int64_t)wo + nb > bub) { // overlapping (invalid) offsets only
+        if (nb != (d + 7) / 8 || wo < 0 || (int64_t)wo + nb > bub) { // never, but bounded
             if (t == 0)
                 atomicOr(flags, kBadOffsets);
             return;
@@ -465,7 +487,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
             nblk[w] = (d + 7) / 8;
         return;
     }
-    if (nb != (d + 7) / 8 || (int64_t)wo + nb > bub) {
+    if (nb != (d + 7) / 8 || wo < 0 || (int64_t)wo + nb > bub) {
         if (t == 0)
             atomicOr(flags, kBadOffsets);
         return;

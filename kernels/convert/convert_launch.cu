@@ -114,6 +114,43 @@ struct Scratch {
     }
 };
 
+// Once per device: the long window_local kernels' limit of dynamic shared memory raised to
+// their largest bitmap (kLocalMaxSmem), if the device can give that plus their static shared
+// memory to a thread block.  One value for every matrix: a limit fitted to each would race
+// with other threads' launches (a smaller limit set between another thread's setting and
+// its launch made that launch fail).  False: the conversion takes the sort.
+constexpr int kLocalMaxSmem = (int)(2 * sizeof(unsigned) * (tc::kLocalMaxCols / 32));
+int local_state[64]; // 0 not tried, 1 ready, -1 not possible
+
+bool local_ready()
+{
+    const int dev = pool_device();
+    if (dev < 0)
+        return false;
+    std::lock_guard<std::mutex> g(pool_mu);
+    if (local_state[dev] == 0) {
+        int optin = 0;
+        cudaFuncAttributes a{}, b{};
+        const bool ok =
+            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ==
+                cudaSuccess &&
+            cudaFuncGetAttributes(&a, tc::window_local<false, true>) == cudaSuccess &&
+            cudaFuncGetAttributes(&b, tc::window_local<true, true>) == cudaSuccess &&
+            a.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
+            b.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
+            cudaFuncSetAttribute(tc::window_local<false, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 kLocalMaxSmem) == cudaSuccess &&
+            cudaFuncSetAttribute(tc::window_local<true, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 kLocalMaxSmem) == cudaSuccess;
+        if (!ok)
+            (void)cudaGetLastError();
+        local_state[dev] = ok ? 1 : -1;
+    }
+    return local_state[dev] > 0;
+}
+
 tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
 {
     snprintf(err, n, "ME-TCF conversion on the GPU: %s: %s", what, cudaGetErrorString(e));
@@ -194,19 +231,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     bool local = csr && in->row_new == nullptr && in->cols <= kLocalMaxCols && xo->method != 1;
     const int wmax = (int)((in->cols + 31) / 32);
     const size_t local_smem = 2 * sizeof(unsigned) * (size_t)wmax;
-    // The long kernel's limit of dynamic shared memory is set to its largest bitmap, the
-    // same value from every thread: a limit fitted to each matrix would race with other
-    // threads' launches (a smaller limit set between another thread's setting and launch).
-    const int local_smem_max = (int)(2 * sizeof(unsigned) * (kLocalMaxCols / 32));
-    if (local) { // that bitmap and the kernel's static 21 KiB must fit a thread block
-        int dev = 0, optin = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-                cudaSuccess ||
-            optin < local_smem_max + 24 * 1024)
-            local = false;
-        (void)cudaGetLastError();
-    }
+    if (local && !local_ready())
+        local = false; // the device cannot give the long kernel its shared memory: the sort
+    xo->used_local = local && nnz > 0;
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
     // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
     // of few columns, whose windows are dense); every window has at least one chunk and a
@@ -312,14 +339,6 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     } else if (local) {
         check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
                                                          in->base, &sum->flags);
-        { // with its static shared memory, the long kernel may pass the default 48 KiB
-            TC_CU(cudaFuncSetAttribute(window_local<false, true>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       local_smem_max), "window_local's shared memory");
-            TC_CU(cudaFuncSetAttribute(window_local<true, true>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       local_smem_max), "window_local's shared memory");
-        }
         TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
         // short windows (one nonzero a thread), then long windows (the bitmap)
         window_local<false, false><<<windows, kShortThreads, 0, s>>>(

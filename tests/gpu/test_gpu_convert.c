@@ -155,6 +155,12 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
                               .method = method};
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS,
                      "%s (method %d): GPU: %s", name, method, err);
+        /* the path compared is the one meant (the window-local one on the H100 where it
+         * applies) */
+        if (method == 1 || fmt != TCSPARSE_FORMAT_CSR || m->cols > (1 << 18) || m->nnz == 0)
+            cr_assert(!x.used_local, "%s (method %d): the window-local path ran", name, method);
+        else
+            cr_assert(x.used_local, "%s: the sort ran, not the window-local path", name);
         check_extra(&ref, &x, name);
         cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
         cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
@@ -231,7 +237,7 @@ Test(gpu_convert, window_local_limits)
     TC_REQUIRE_GPU();
     static const char *specs[] = {"uniform:3000:262144:40", "uniform:3000:262145:40",
                                   "uniform:50:262144:2000", "blocks:4000:16:200",
-                                  "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16", "uniform:2000:160000:40"};
+                                  "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16", "uniform:2000:160000:40", "banded:4000:8"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
@@ -300,6 +306,50 @@ Test(gpu_convert, rejects_bad_structure)
                 cr_assert(strstr(err, k == 0 ? "duplicate" : "outside") != NULL, "%s", err);
                 cudaFree(d_off); cudaFree(d_col);
             }
+    }
+    /* many windows whose offsets go down and up again (every other window spans all the
+     * nonzeros): refused, no write outside the plan (memcheck), both paths */
+    {
+        enum { W = 1000, NZ = 4096 };
+        int32_t *o = malloc(sizeof *o * (16 * W + 1)), *c = malloc(sizeof *c * NZ);
+        for (int r = 0; r <= 16 * W; r++)
+            o[r] = (r / 16) % 2 == 0 ? 0 : NZ; /* window w's last row: 0 -> NZ or NZ -> 0 */
+        o[16 * W] = NZ;
+        for (int i = 0; i < NZ; i++)
+            c[i] = i;
+        for (int method = 0; method < 2; method++) {
+            void *d_off = to_device(o, sizeof *o * (16 * W + 1));
+            void *d_col = to_device(c, sizeof *c * NZ);
+            tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 16 * W, .cols = NZ,
+                                   .nnz = NZ, .offsets = d_off, .indices = d_col};
+            tc_dev_metcf g;
+            tc_convert_extra x = {.sm_count = 132, .method = method};
+            char err[256] = "";
+            cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
+                         TCSPARSE_STATUS_INVALID_VALUE, "overlapping windows accepted (method %d)",
+                         method);
+            cr_assert(strstr(err, "offsets") != NULL, "%s", err);
+            cudaFree(d_off); cudaFree(d_col);
+        }
+        free(o);
+        free(c);
+    }
+    /* a window of 257 nonzeros (the shortest long one) whose columns are all out of range */
+    {
+        enum { L = 257 };
+        int32_t loff[2] = {0, L}, lcol[L];
+        for (int i = 0; i < L; i++)
+            lcol[i] = 1000 + i;
+        void *d_off = to_device(loff, sizeof loff), *d_col = to_device(lcol, sizeof lcol);
+        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 1, .cols = 300, .nnz = L,
+                               .offsets = d_off, .indices = d_col};
+        tc_dev_metcf g;
+        tc_convert_extra x = {.sm_count = 132};
+        char err[256] = "";
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
+                     "columns past the end accepted");
+        cr_assert(strstr(err, "outside") != NULL, "%s", err);
+        cudaFree(d_off); cudaFree(d_col);
     }
     /* COO and CSC, 64-bit indices: a negative row, a column past the end, bad column offsets */
     {
