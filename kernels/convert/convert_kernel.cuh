@@ -151,6 +151,22 @@ __global__ void window_blocks(const unsigned long long *keys, const int32_t *dis
     dfirst[w] = e > s ? dist[s] : 0;
 }
 
+__device__ __forceinline__ int popc4(uint4 o)
+{
+    return __popc(o.x) + __popc(o.y) + __popc(o.z) + __popc(o.w);
+}
+
+// Number of occupied positions before pos in a block's mask.
+__device__ __forceinline__ int rank_in(uint4 o, int pos)
+{
+    const unsigned word[4] = {o.x, o.y, o.z, o.w};
+    const int q = pos >> 5;
+    int rank = __popc(word[q] & ((1u << (pos & 31)) - 1u));
+    for (int k = 0; k < q; k++)
+        rank += __popc(word[k]);
+    return rank;
+}
+
 // Block and position-in-block of the sorted nonzero i (keys by window, column, row).
 struct placed {
     int32_t blk;
@@ -202,13 +218,8 @@ __global__ void place_values(const unsigned long long *keys, const int32_t *vals
     if (i >= nnz)
         return;
     const placed p = place_of(keys[i], dist[i], win_off, dfirst, shift);
-    const uint4 o = reinterpret_cast<const uint4 *>(occ)[p.blk];
-    const unsigned word[4] = {o.x, o.y, o.z, o.w};
-    const int q = p.pos >> 5;
-    int rank = __popc(word[q] & ((1u << (p.pos & 31)) - 1u));
-    for (int j = 0; j < q; j++)
-        rank += __popc(word[j]);
-    const int64_t dst = (int64_t)blk_off[p.blk] + rank;
+    const int64_t dst =
+        (int64_t)blk_off[p.blk] + rank_in(reinterpret_cast<const uint4 *>(occ)[p.blk], p.pos);
     blk_pos[dst] = (uint8_t)p.pos;
     val_idx[dst] = vals[i];
 }
@@ -241,22 +252,6 @@ struct MinOp {
 struct MaxOp {
     __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
-
-__device__ __forceinline__ int popc4(uint4 o)
-{
-    return __popc(o.x) + __popc(o.y) + __popc(o.z) + __popc(o.w);
-}
-
-// Number of occupied positions before pos in a block's mask.
-__device__ __forceinline__ int rank_in(uint4 o, int pos)
-{
-    const unsigned word[4] = {o.x, o.y, o.z, o.w};
-    const int q = pos >> 5;
-    int rank = __popc(word[q] & ((1u << (pos & 31)) - 1u));
-    for (int k = 0; k < q; k++)
-        rank += __popc(word[k]);
-    return rank;
-}
 
 // Row of nonzero j within its window: the last r with ro[r] <= j.
 __device__ __forceinline__ int row_in_window(const int64_t *ro, int64_t j)
