@@ -231,13 +231,15 @@ static void reverse_rows(tc_csr *m)
  * sort), 160000 columns (static and dynamic shared memory above the default 48 KiB), windows
  * of 32000 nonzeros over the whole column range (occupancy in global memory), windows of
  * exactly 256 nonzeros (the longest short ones), dense windows, columns unsorted within
- * rows. */
+ * rows, 8750 windows. */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
     static const char *specs[] = {"uniform:3000:262144:40", "uniform:3000:262145:40",
                                   "uniform:50:262144:2000", "blocks:4000:16:200",
-                                  "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16", "uniform:2000:160000:40", "banded:4000:8"};
+                                  "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16",
+                                  "uniform:2000:160000:40", "banded:4000:8",
+                                  "uniform:140000:1000:3"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
