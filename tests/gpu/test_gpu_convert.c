@@ -266,51 +266,52 @@ Test(gpu_convert, empty_and_tiny)
     all_variants(&one, "1 row");
 }
 
+/* A CSR structure with 32-bit indices (rows + 1 offsets, nnz indices) that both paths
+ * (method 0: window by window where it applies, 1: the sort) must refuse with a message
+ * containing `needle` (any message when NULL). */
+static void refuse_csr(const int32_t *off, const int32_t *idx, int64_t rows, int64_t cols,
+                       int64_t nnz, const char *needle, const char *what)
+{
+    for (int method = 0; method < 2; method++) {
+        void *d_off = to_device(off, sizeof *off * (size_t)(rows + 1));
+        void *d_col = to_device(idx, sizeof *idx * (size_t)nnz);
+        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = rows, .cols = cols,
+                               .nnz = nnz, .offsets = d_off, .indices = d_col};
+        tc_dev_metcf g;
+        tc_convert_extra x = {.sm_count = 132, .method = method};
+        char err[256] = "";
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
+                     TCSPARSE_STATUS_INVALID_VALUE, "%s accepted (method %d)", what, method);
+        cr_assert(err[0] != '\0' && (needle == NULL || strstr(err, needle) != NULL),
+                  "%s (method %d): %s", what, method, err);
+        cudaFree(d_off);
+        cudaFree(d_col);
+    }
+}
+
 Test(gpu_convert, rejects_bad_structure)
 {
     TC_REQUIRE_GPU();
     int32_t off[4] = {0, 2, 3, 4}, bad_col[4] = {0, 5, 1, 1}, dup_col[4] = {1, 1, 0, 2};
     int32_t bad_off[4] = {0, 3, 2, 4};
-    struct { const int32_t *o, *c; const char *what; } cases[] = {
-        {off, bad_col, "column out of range"}, {off, dup_col, "duplicate"}, {bad_off, dup_col, "offsets"}};
-    for (int i = 0; i < 6; i++) { /* window by window, then through the sort */
-        void *d_off = to_device(cases[i % 3].o, sizeof off);
-        void *d_col = to_device(cases[i % 3].c, sizeof off);
-        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = 3, .nnz = 4,
-                               .offsets = d_off, .indices = d_col};
-        tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132, .method = i / 3};
-        char err[256] = "";
-        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
-                     "%s accepted (method %d)", cases[i % 3].what, i / 3);
-        cr_assert(err[0] != '\0');
-        cudaFree(d_off); cudaFree(d_col);
-    }
+    refuse_csr(off, bad_col, 3, 3, 4, NULL, "column out of range");
+    refuse_csr(off, dup_col, 3, 3, 4, NULL, "duplicate");
+    refuse_csr(bad_off, dup_col, 3, 3, 4, NULL, "offsets");
     /* a window longer than a thread block (the window-local path's bitmap): a duplicate, a
-     * column past the end, both paths */
+     * column past the end */
     {
         enum { L = 300 };
         int32_t loff[4] = {0, L, L, L}, lcol[L];
-        for (int k = 0; k < 2; k++)
-            for (int method = 0; method < 2; method++) {
-                for (int i = 0; i < L; i++)
-                    lcol[i] = i;
-                lcol[150] = k == 0 ? 149 : L + 5;
-                void *d_off = to_device(loff, sizeof loff), *d_col = to_device(lcol, sizeof lcol);
-                tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 3, .cols = L,
-                                       .nnz = L, .offsets = d_off, .indices = d_col};
-                tc_dev_metcf g;
-                tc_convert_extra x = {.sm_count = 132, .method = method};
-                char err[256] = "";
-                cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
-                             TCSPARSE_STATUS_INVALID_VALUE, "long window: %s accepted (method %d)",
-                             k == 0 ? "duplicate" : "column past the end", method);
-                cr_assert(strstr(err, k == 0 ? "duplicate" : "outside") != NULL, "%s", err);
-                cudaFree(d_off); cudaFree(d_col);
-            }
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < L; i++)
+                lcol[i] = i;
+            lcol[150] = k == 0 ? 149 : L + 5;
+            refuse_csr(loff, lcol, 3, L, L, k == 0 ? "duplicate" : "outside",
+                       k == 0 ? "long window: duplicate" : "long window: column past the end");
+        }
     }
     /* many windows whose offsets go down and up again (every other window spans all the
-     * nonzeros): refused, no write outside the plan (memcheck), both paths */
+     * nonzeros): refused, no write outside the plan (memcheck) */
     {
         enum { W = 1000, NZ = 4096 };
         int32_t *o = malloc(sizeof *o * (16 * W + 1)), *c = malloc(sizeof *c * NZ);
@@ -319,20 +320,7 @@ Test(gpu_convert, rejects_bad_structure)
         o[16 * W] = NZ;
         for (int i = 0; i < NZ; i++)
             c[i] = i;
-        for (int method = 0; method < 2; method++) {
-            void *d_off = to_device(o, sizeof *o * (16 * W + 1));
-            void *d_col = to_device(c, sizeof *c * NZ);
-            tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 16 * W, .cols = NZ,
-                                   .nnz = NZ, .offsets = d_off, .indices = d_col};
-            tc_dev_metcf g;
-            tc_convert_extra x = {.sm_count = 132, .method = method};
-            char err[256] = "";
-            cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
-                         TCSPARSE_STATUS_INVALID_VALUE, "overlapping windows accepted (method %d)",
-                         method);
-            cr_assert(strstr(err, "offsets") != NULL, "%s", err);
-            cudaFree(d_off); cudaFree(d_col);
-        }
+        refuse_csr(o, c, 16 * W, NZ, NZ, "offsets", "overlapping windows");
         free(o);
         free(c);
     }
@@ -342,16 +330,7 @@ Test(gpu_convert, rejects_bad_structure)
         int32_t loff[2] = {0, L}, lcol[L];
         for (int i = 0; i < L; i++)
             lcol[i] = 1000 + i;
-        void *d_off = to_device(loff, sizeof loff), *d_col = to_device(lcol, sizeof lcol);
-        tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = 1, .cols = 300, .nnz = L,
-                               .offsets = d_off, .indices = d_col};
-        tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132};
-        char err[256] = "";
-        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_INVALID_VALUE,
-                     "columns past the end accepted");
-        cr_assert(strstr(err, "outside") != NULL, "%s", err);
-        cudaFree(d_off); cudaFree(d_col);
+        refuse_csr(loff, lcol, 1, 300, L, "outside", "columns past the end");
     }
     /* COO and CSC, 64-bit indices: a negative row, a column past the end, bad column offsets */
     {
