@@ -1,5 +1,6 @@
 // Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <cub/device/device_radix_sort.cuh>
@@ -114,6 +115,96 @@ struct Scratch {
     }
 };
 
+// The plan's schedule (statistics, chunk numbering, chunk list) needs only the window
+// offsets, so it runs on a second stream beside the placing pass: on inputs of few long
+// windows that pass fills a fraction of the GPU (ogbl-ddi: 267 thread blocks), and the
+// schedule's four launches otherwise ran after it.  One non-blocking stream per device,
+// shared by every conversion on it (events order each conversion's work); where it or the
+// events cannot be had, everything runs on the caller's stream.
+std::mutex side_mu;
+cudaStream_t side_streams[64];
+bool side_tried[64];
+
+cudaStream_t side_stream()
+{
+    const int dev = pool_device();
+    if (dev < 0)
+        return nullptr;
+    std::lock_guard<std::mutex> g(side_mu);
+    if (!side_tried[dev]) {
+        side_tried[dev] = true;
+        if (cudaStreamCreateWithFlags(&side_streams[dev], cudaStreamNonBlocking) != cudaSuccess)
+            side_streams[dev] = nullptr;
+        (void)cudaGetLastError();
+    }
+    return side_streams[dev];
+}
+
+// A side stream that failed (a stale handle after cudaDeviceReset, for one) is created again
+// by the next conversion; this one runs on the caller's stream.
+void side_stream_forget()
+{
+    const int dev = pool_device();
+    if (dev < 0)
+        return;
+    std::lock_guard<std::mutex> g(side_mu);
+    side_tried[dev] = false;
+}
+
+// The fork (once the window offsets are written on the caller's stream) and the join (before
+// the summary is read back, and on every failure path before the scratch and the plan are
+// released).
+struct SideFork {
+    cudaStream_t s, s2 = nullptr;
+    cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
+    bool forked = false;
+
+    explicit SideFork(cudaStream_t st) : s(st) {}
+    // The stream the schedule's kernels go to.
+    cudaStream_t fork()
+    {
+        static const bool off = [] { // TCSPARSE_CONVERT_SIDE=0: all on the caller's stream
+            const char *e = getenv("TCSPARSE_CONVERT_SIDE");
+            return e != nullptr && strcmp(e, "0") == 0;
+        }();
+        if (off)
+            return s;
+        s2 = side_stream();
+        if (s2 == nullptr ||
+            cudaEventCreateWithFlags(&fork_ev, cudaEventDisableTiming) != cudaSuccess ||
+            cudaEventCreateWithFlags(&join_ev, cudaEventDisableTiming) != cudaSuccess ||
+            cudaEventRecord(fork_ev, s) != cudaSuccess ||
+            cudaStreamWaitEvent(s2, fork_ev, 0) != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (s2 != nullptr)
+                side_stream_forget();
+            return s;
+        }
+        forked = true;
+        return s2;
+    }
+    cudaError_t join()
+    {
+        if (!forked)
+            return cudaSuccess;
+        forked = false;
+        cudaError_t e = cudaEventRecord(join_ev, s2);
+        if (e == cudaSuccess)
+            e = cudaStreamWaitEvent(s, join_ev, 0);
+        if (e != cudaSuccess) // the caller's stream cannot wait for it: the host does
+            (void)cudaStreamSynchronize(s2);
+        return e;
+    }
+    ~SideFork()
+    {
+        (void)join();
+        if (fork_ev != nullptr)
+            (void)cudaEventDestroy(fork_ev);
+        if (join_ev != nullptr)
+            (void)cudaEventDestroy(join_ev);
+    }
+};
+
 // Once per device: the long window_local kernels' limit of dynamic shared memory raised to
 // their largest bitmap (kLocalMaxSmem), if the device can give that plus their static shared
 // memory to a thread block.  One value for every matrix: a limit fitted to each would race
@@ -188,6 +279,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     using namespace tc;
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     Scratch x(s);
+    SideFork side(s); // after x: joined before the scratch is released
+    cudaStream_t ss = s; // the schedule's stream (side.fork())
     tc_dev_metcf m{};
     const int T = 256;
     const int64_t nnz = in->nnz;
@@ -336,6 +429,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * ((size_t)windows + 1), s), "win_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
+        ss = side.fork();
     } else if (local) {
         check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
                                                          in->base, &sum->flags);
@@ -353,6 +447,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
               "window offsets");
+        ss = side.fork();
         window_local<true, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
@@ -399,6 +494,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                                        shift, nblk, dfirst);
         TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
               "window offsets");
+        ss = side.fork();
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (size_t)bub, s), "padding");
         TC_CU(cudaMemsetAsync(occ, 0, 16 * (size_t)bub, s), "clearing occupancy");
         place_cols<<<grid_for(nnz, T), T, 0, s>>>(ks, dist, head, m.win_off, dfirst, nnz,
@@ -408,14 +504,17 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                     m.blk_off, nnz, shift, m.blk_pos, m.val_idx);
         TC_CU(cudaGetLastError(), "launching place_values");
     }
-    window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(m.win_off, windows, xo->sm_count,
-                                                                  xo->force_chunk, packed, sum);
+    // The schedule, beside the placing pass (SideFork).  Its CUB workspace is the one the
+    // window offsets' scan used, finished before the fork; the placing kernels use none.
+    window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, ss>>>(m.win_off, windows, xo->sm_count,
+                                                                   xo->force_chunk, packed, sum);
     TC_CU(cudaGetLastError(), "launching window_stats");
-    TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, packed, pscan, windows + 1, s),
+    TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, packed, pscan, windows + 1, ss),
           "numbering chunks");
-    write_chunks<<<grid_for(slots > windows ? slots : windows, T), T, 0, s>>>(
+    write_chunks<<<grid_for(slots > windows ? slots : windows, T), T, 0, ss>>>(
         m.win_off, pscan, windows, xo->sm_count, xo->force_chunk, slots, chunks, split, sum);
     TC_CU(cudaGetLastError(), "launching write_chunks");
+    TC_CU(side.join(), "joining the schedule's stream");
     if (in->row_new != nullptr && in->rows > 0) { // the caller's row of each window row
         const int64_t wslots = (int64_t)windows * 16;
         TC_CU(cudaMalloc(&m.win_row, sizeof(int32_t) * wslots), "allocating win_row");
@@ -453,6 +552,7 @@ invalid:
     st = TCSPARSE_STATUS_INVALID_VALUE;
 done:
     // the scratch is freed in stream order; the plan only after its kernels finished
+    (void)side.join();
     (void)cudaStreamSynchronize(s);
     tc_dev_metcf_free(&m);
     return st;
