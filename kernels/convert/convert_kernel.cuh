@@ -548,6 +548,39 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
     }
 }
 
+// Exclusive scan of n block counts into out[0..n] (out[n]: the total) by one thread block,
+// for the window offsets when windows are few (at most kSmallScanMax): one launch where
+// CUB's scan costs two and its host-side queries, on the path to the placing pass (on
+// ogbl-ddi, 267 windows, the host spent 19 us in CUB's scan and the GPU 6 us).
+constexpr int kSmallScanThreads = 1024, kSmallScanItems = 4;
+constexpr int64_t kSmallScanMax = 1 << 16;
+
+__global__ void __launch_bounds__(kSmallScanThreads)
+    scan_small(const int32_t *in, int32_t n, int32_t *out)
+{
+    using Scan = cub::BlockScan<int32_t, kSmallScanThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    constexpr int kTile = kSmallScanThreads * kSmallScanItems;
+    int32_t carry = 0;
+    for (int32_t base = 0; base < n; base += kTile) {
+        int32_t v[kSmallScanItems];
+        const int32_t first = base + (int32_t)threadIdx.x * kSmallScanItems;
+#pragma unroll
+        for (int i = 0; i < kSmallScanItems; i++)
+            v[i] = first + i < n ? in[first + i] : 0;
+        int32_t tile_total;
+        Scan(tmp).ExclusiveSum(v, v, tile_total);
+#pragma unroll
+        for (int i = 0; i < kSmallScanItems; i++)
+            if (first + i < n)
+                out[first + i] = carry + v[i];
+        carry += tile_total;
+        __syncthreads(); // tmp is reused by the next tile
+    }
+    if (threadIdx.x == 0)
+        out[n] = carry;
+}
+
 // The conversion's summary, read back by the host after its one synchronisation.
 struct summary {
     int flags;

@@ -374,6 +374,15 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         split = reinterpret_cast<int32_t *>(base + a_sp);
         return cudaSuccess;
     };
+    // The window offsets from the block counts: one thread block when windows are few (the
+    // counts' slot `windows` is then not read), else CUB.
+    const bool small_scan = (int64_t)windows + 1 <= kSmallScanMax;
+    auto window_offsets = [&]() -> cudaError_t {
+        if (!small_scan)
+            return cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s);
+        scan_small<<<1, kSmallScanThreads, 0, s>>>(nblk, windows, m.win_off);
+        return cudaGetLastError();
+    };
     {
         // CUB's workspace, big enough for the sort and every scan
         size_t a = 0, b = 0, c = 0, d = 0;
@@ -433,26 +442,27 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     } else if (local) {
         check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
                                                          in->base, &sum->flags);
-        TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
-        // short windows (one nonzero a thread), then long windows (the bitmap)
-        window_local<false, false><<<windows, kShortThreads, 0, s>>>(
+        if (!small_scan)
+            TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
+        // long windows (the bitmap; they take longest, so they go first), then short windows
+        // (one nonzero a thread)
+        window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
             nullptr, nullptr, &sum->flags);
-        window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
+        window_local<false, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
             nullptr, nullptr, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (counting)");
         TC_CU(alloc_plan(), "allocating the plan");
-        TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
-              "window offsets");
+        TC_CU(window_offsets(), "window offsets");
         ss = side.fork();
-        window_local<true, false><<<windows, kShortThreads, 0, s>>>(
+        window_local<true, true><<<windows, kLongThreads, local_smem, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
             occ, m.blk_pos, m.val_idx, &sum->flags);
-        window_local<true, true><<<windows, kLongThreads, local_smem, s>>>(
+        window_local<true, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
             occ, m.blk_pos, m.val_idx, &sum->flags);
@@ -492,8 +502,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
               "numbering columns");
         window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(ks, dist, nnz, windows,
                                                                        shift, nblk, dfirst);
-        TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s),
-              "window offsets");
+        TC_CU(window_offsets(), "window offsets");
         ss = side.fork();
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (size_t)bub, s), "padding");
         TC_CU(cudaMemsetAsync(occ, 0, 16 * (size_t)bub, s), "clearing occupancy");

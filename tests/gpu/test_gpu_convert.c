@@ -198,12 +198,13 @@ static void all_variants(const tc_csr *m, const char *name)
 Test(gpu_convert, generated)
 {
     TC_REQUIRE_GPU();
-    /* the last two need more than 32 bits of sort key (window and column bits), 65536 x
-     * 65536 exactly 32, the others fewer (the conversion's 32-bit sort) */
+    /* 70000 x 70000 and 3000 x 1e8 need more than 32 bits of sort key (window and column
+     * bits), 65536 x 65536 exactly 32, the others fewer (the conversion's 32-bit sort); the
+     * last has 65536 windows (the window offsets by CUB's scan, not one thread block's) */
     static const char *specs[] = {"rmat:12:8", "uniform:1001:333:7", "banded:2049:9",
                                   "blocks:4000:16:200", "rmat:4:2", "uniform:17:5:3",
                                   "uniform:65536:65536:2", "uniform:70000:70000:2",
-                                  "uniform:3000:100000000:3"};
+                                  "uniform:3000:100000000:3", "uniform:1048576:1000:1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256];
@@ -231,7 +232,8 @@ static void reverse_rows(tc_csr *m)
  * sort), 160000 columns (static and dynamic shared memory above the default 48 KiB), windows
  * of 32000 nonzeros over the whole column range (occupancy in global memory), windows of
  * exactly 256 nonzeros (the longest short ones), dense windows, columns unsorted within
- * rows, 8750 windows. */
+ * rows, 8750 windows, and the window offsets' two scans: 65535 windows (the last taken by one
+ * thread block, 16 tiles of it) and 65536 (CUB's). */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
@@ -239,7 +241,8 @@ Test(gpu_convert, window_local_limits)
                                   "uniform:50:262144:2000", "blocks:4000:16:200",
                                   "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16",
                                   "uniform:2000:160000:40", "banded:4000:8",
-                                  "uniform:140000:1000:3"};
+                                  "uniform:140000:1000:3", "uniform:1048560:1000:1",
+                                  "uniform:1048576:1000:1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
