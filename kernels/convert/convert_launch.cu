@@ -326,6 +326,23 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     const size_t local_smem = 2 * sizeof(unsigned) * (size_t)wmax;
     if (local && !local_ready())
         local = false; // the device cannot give the long kernel its shared memory: the sort
+    // The long placing kernel stages a window's output in shared memory when it fits (see
+    // there): room for about 1.5 times the mean window, within the shared memory the kernel
+    // was given (kLocalMaxSmem); none when windows are mostly short, whose kernel does not
+    // stage.  TCSPARSE_CONVERT_STAGE=0 turns it off.
+    int stage_cap = 0;
+    {
+        static const bool stage_off = [] {
+            const char *e = getenv("TCSPARSE_CONVERT_STAGE");
+            return e != nullptr && strcmp(e, "0") == 0;
+        }();
+        const int64_t mean = windows > 0 ? nnz / windows : 0;
+        if (local && !stage_off && mean > kShortMax) {
+            const int64_t want = (mean + mean / 2 + 255) / 256 * 256;
+            const int64_t room = ((int64_t)kLocalMaxSmem - (int64_t)local_smem) / 5 / 16 * 16;
+            stage_cap = (int)(want < room ? want : room);
+        }
+    }
     xo->used_local = local && nnz > 0;
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
     // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
@@ -448,23 +465,23 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         // (one nonzero a thread)
         window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
+            in->base, windows, bub, wmax, 0, nblk, crange, nullptr, nullptr, nullptr, nullptr,
             nullptr, nullptr, &sum->flags);
         window_local<false, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nblk, crange, nullptr, nullptr, nullptr, nullptr,
+            in->base, windows, bub, wmax, 0, nblk, crange, nullptr, nullptr, nullptr, nullptr,
             nullptr, nullptr, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (counting)");
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(window_offsets(), "window offsets");
         ss = side.fork();
-        window_local<true, true><<<windows, kLongThreads, local_smem, s>>>(
+        window_local<true, true><<<windows, kLongThreads, local_smem + 5 * (size_t)stage_cap, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
+            in->base, windows, bub, wmax, stage_cap, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
             occ, m.blk_pos, m.val_idx, &sum->flags);
         window_local<true, false><<<windows, kShortThreads, 0, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
+            in->base, windows, bub, wmax, 0, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
             occ, m.blk_pos, m.val_idx, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (placing)");
     } else {

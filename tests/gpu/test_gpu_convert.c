@@ -233,7 +233,9 @@ static void reverse_rows(tc_csr *m)
  * of 32000 nonzeros over the whole column range (occupancy in global memory), windows of
  * exactly 256 nonzeros (the longest short ones), dense windows, columns unsorted within
  * rows, 8750 windows, and the window offsets' two scans: 65535 windows (the last taken by one
- * thread block, 16 tiles of it) and 65536 (CUB's). */
+ * thread block, 16 tiles of it) and 65536 (CUB's).  Long windows' output staged in shared
+ * memory: dense windows of 100 columns, 640-nonzero windows of 160000 columns, and R-MAT
+ * windows of 1024 nonzeros on average, some staged and the longest not. */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
@@ -242,7 +244,7 @@ Test(gpu_convert, window_local_limits)
                                   "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16",
                                   "uniform:2000:160000:40", "banded:4000:8",
                                   "uniform:140000:1000:3", "uniform:1048560:1000:1",
-                                  "uniform:1048576:1000:1"};
+                                  "uniform:1048576:1000:1", "rmat:12:64"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
