@@ -612,6 +612,32 @@ struct summary {
     unsigned long long empty, maxb, hist[16];
 };
 
+// The summary cleared and the offsets (if any) checked by one thread block, for at most
+// kSmallScanMax offsets: the same checks as check_offsets.
+__global__ void __launch_bounds__(kSmallScanThreads)
+    check_offsets_small(const void *off, int is64, int64_t dim, int64_t nnz, int base,
+                        summary *sum)
+{
+    __shared__ int bad;
+    if (threadIdx.x == 0)
+        bad = 0;
+    int *words = reinterpret_cast<int *>(sum);
+    for (int i = threadIdx.x; i < (int)(sizeof(summary) / sizeof(int)); i += blockDim.x)
+        words[i] = 0;
+    __syncthreads();
+    if (off != nullptr) {
+        for (int64_t i = threadIdx.x; i <= dim; i += blockDim.x) {
+            const int64_t v = ld_any(off, is64, i) - base;
+            if ((i == 0 && v != 0) || (i == dim && v != nnz) || v < 0 || v > nnz ||
+                (i < dim && ld_any(off, is64, i + 1) - base < v))
+                bad = 1;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && bad)
+        sum->flags = kBadOffsets;
+}
+
 // The chunk length: forced, or the default rule (metcf_rules.h).
 __device__ __forceinline__ int32_t chunk_len(int32_t blocks, int sm_count, int32_t force)
 {

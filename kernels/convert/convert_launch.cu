@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
+#include <vector>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
@@ -151,33 +153,72 @@ void side_stream_forget()
     side_tried[dev] = false;
 }
 
-// The fork (once the window offsets are written on the caller's stream) and the join (before
-// the summary is read back, and on every failure path before the scratch and the plan are
-// released).
+// The conversion's event pairs, kept per device for the next conversion: creating two events
+// cost the host about 10 us a build on the H100, on the path to the placing pass.  At most as
+// many pairs as conversions ever ran at once; they live as long as the process.
+std::mutex ev_mu;
+std::vector<std::pair<cudaEvent_t, cudaEvent_t>> ev_free[64];
+
+bool take_events(int dev, cudaEvent_t &a, cudaEvent_t &b)
+{
+    {
+        std::lock_guard<std::mutex> g(ev_mu);
+        if (!ev_free[dev].empty()) {
+            a = ev_free[dev].back().first;
+            b = ev_free[dev].back().second;
+            ev_free[dev].pop_back();
+            return true;
+        }
+    }
+    a = b = nullptr;
+    if (cudaEventCreateWithFlags(&a, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventCreateWithFlags(&b, cudaEventDisableTiming) == cudaSuccess)
+        return true;
+    (void)cudaGetLastError();
+    if (a != nullptr)
+        (void)cudaEventDestroy(a);
+    a = b = nullptr;
+    return false;
+}
+
+// The fork is in two steps: mark() once the window offsets are written on the caller's stream
+// (one event record, before the placing kernels are launched), fork() after them (the side
+// stream waits for the mark; the schedule's kernels then go there).  join() before the summary
+// is read back, and on every failure path before the scratch and the plan are released.
 struct SideFork {
     cudaStream_t s, s2 = nullptr;
     cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
-    bool forked = false;
+    int dev = -1;
+    bool marked = false, forked = false, healthy = true;
 
     explicit SideFork(cudaStream_t st) : s(st) {}
-    // The stream the schedule's kernels go to.
-    cudaStream_t fork()
+    void mark()
     {
         static const bool off = [] { // TCSPARSE_CONVERT_SIDE=0: all on the caller's stream
             const char *e = getenv("TCSPARSE_CONVERT_SIDE");
             return e != nullptr && strcmp(e, "0") == 0;
         }();
-        if (off)
-            return s;
-        s2 = side_stream();
-        if (s2 == nullptr ||
-            cudaEventCreateWithFlags(&fork_ev, cudaEventDisableTiming) != cudaSuccess ||
-            cudaEventCreateWithFlags(&join_ev, cudaEventDisableTiming) != cudaSuccess ||
-            cudaEventRecord(fork_ev, s) != cudaSuccess ||
-            cudaStreamWaitEvent(s2, fork_ev, 0) != cudaSuccess) {
+        if (off || (dev = pool_device()) < 0 || (s2 = side_stream()) == nullptr)
+            return;
+        if (!take_events(dev, fork_ev, join_ev))
+            return;
+        if (cudaEventRecord(fork_ev, s) != cudaSuccess) {
             (void)cudaGetLastError();
-            if (s2 != nullptr)
-                side_stream_forget();
+            healthy = false;
+            return;
+        }
+        marked = true;
+    }
+    // The stream the schedule's kernels go to.
+    cudaStream_t fork()
+    {
+        if (!marked)
+            return s;
+        marked = false;
+        if (cudaStreamWaitEvent(s2, fork_ev, 0) != cudaSuccess) {
+            (void)cudaGetLastError();
+            healthy = false;
+            side_stream_forget();
             return s;
         }
         forked = true;
@@ -191,17 +232,25 @@ struct SideFork {
         cudaError_t e = cudaEventRecord(join_ev, s2);
         if (e == cudaSuccess)
             e = cudaStreamWaitEvent(s, join_ev, 0);
-        if (e != cudaSuccess) // the caller's stream cannot wait for it: the host does
+        if (e != cudaSuccess) { // the caller's stream cannot wait for it: the host does
+            healthy = false;
             (void)cudaStreamSynchronize(s2);
+        }
         return e;
     }
     ~SideFork()
     {
         (void)join();
-        if (fork_ev != nullptr)
+        if (fork_ev == nullptr)
+            return;
+        if (healthy) { // a later record replaces the pending one; earlier waits keep theirs
+            std::lock_guard<std::mutex> g(ev_mu);
+            ev_free[dev].emplace_back(fork_ev, join_ev);
+        } else {
             (void)cudaEventDestroy(fork_ev);
-        if (join_ev != nullptr)
             (void)cudaEventDestroy(join_ev);
+            (void)cudaGetLastError();
+        }
     }
 };
 
@@ -417,8 +466,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cub::DeviceScan::InclusiveSum(nullptr, b, (int32_t *)nullptr, (int32_t *)nullptr,
                                                 nnz, s), "sizing scan");
         }
-        TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, c, (int32_t *)nullptr, (int32_t *)nullptr,
-                                            windows + 1, s), "sizing scan");
+        if (!small_scan)
+            TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, c, (int32_t *)nullptr,
+                                                (int32_t *)nullptr, windows + 1, s),
+                  "sizing scan");
         TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
                                             (unsigned long long *)nullptr, windows + 1, s),
               "sizing scan");
@@ -445,20 +496,31 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         sum = x.take<summary>(sizeof(summary));
         cub = x.take<char>(cub_bytes);
     }
-    TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
+    {
+        // The summary cleared, then the offsets checked (CSR, CSC): they run first, and every
+        // window-local kernel stops once they are flagged.  NULL arrays are accepted with no
+        // nonzeros (as cuSPARSE does); offsets given must still be all equal to the base, or
+        // the cuSPARSE route would read past them.  Up to kSmallScanMax offsets, one thread
+        // block does both (one launch instead of a memset and a launch).
+        const bool check = (csr || csc) && (nnz > 0 || in->offsets != nullptr);
+        if (dim + 1 <= kSmallScanMax) {
+            check_offsets_small<<<1, kSmallScanThreads, 0, s>>>(check ? in->offsets : nullptr,
+                                                                in->offsets_64, dim, nnz,
+                                                                in->base, sum);
+            TC_CU(cudaGetLastError(), "launching check_offsets_small");
+        } else {
+            TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
+            if (check)
+                check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64,
+                                                                 dim, nnz, in->base, &sum->flags);
+        }
+    }
     if (nnz == 0) {
-        // NULL arrays are accepted with no nonzeros (as cuSPARSE does); offsets given must
-        // still be all equal to the base, or the cuSPARSE route would read past them
-        if ((csr || csc) && in->offsets != nullptr)
-            check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
-                                                             0, in->base, &sum->flags);
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(cudaMemsetAsync(m.win_off, 0, sizeof(int32_t) * ((size_t)windows + 1), s), "win_off");
         TC_CU(cudaMemsetAsync(m.blk_off, 0, sizeof(int32_t), s), "blk_off");
-        ss = side.fork();
+        side.mark();
     } else if (local) {
-        check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim, nnz,
-                                                         in->base, &sum->flags);
         if (!small_scan)
             TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
         // long windows (the bitmap; they take longest, so they go first), then short windows
@@ -474,7 +536,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(cudaGetLastError(), "launching window_local (counting)");
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(window_offsets(), "window offsets");
-        ss = side.fork();
+        side.mark();
         window_local<true, true><<<windows, kLongThreads, local_smem + 5 * (size_t)stage_cap, s>>>(
             in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
             in->base, windows, bub, wmax, stage_cap, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
@@ -485,9 +547,6 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             occ, m.blk_pos, m.val_idx, &sum->flags);
         TC_CU(cudaGetLastError(), "launching window_local (placing)");
     } else {
-        if (csr || csc)
-            check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, dim,
-                                                             nnz, in->base, &sum->flags);
         cub::DoubleBuffer<unsigned long long> dk(k0, k1);
         cub::DoubleBuffer<int32_t> dv(v0, v1);
         if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
@@ -520,7 +579,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(ks, dist, nnz, windows,
                                                                        shift, nblk, dfirst);
         TC_CU(window_offsets(), "window offsets");
-        ss = side.fork();
+        side.mark();
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (size_t)bub, s), "padding");
         TC_CU(cudaMemsetAsync(occ, 0, 16 * (size_t)bub, s), "clearing occupancy");
         place_cols<<<grid_for(nnz, T), T, 0, s>>>(ks, dist, head, m.win_off, dfirst, nnz,
@@ -531,7 +590,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(cudaGetLastError(), "launching place_values");
     }
     // The schedule, beside the placing pass (SideFork).  Its CUB workspace is the one the
-    // window offsets' scan used, finished before the fork; the placing kernels use none.
+    // window offsets' scan used, finished before the mark; the placing kernels use none.
+    ss = side.fork();
     window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, ss>>>(m.win_off, windows, xo->sm_count,
                                                                    xo->force_chunk, packed, sum);
     TC_CU(cudaGetLastError(), "launching window_stats");
