@@ -238,8 +238,8 @@ __global__ void place_values(const unsigned long long *keys, const int32_t *vals
 // in the sorted path (shared memory, or global memory for windows of more than
 // kLocalOccBlocks blocks).  window_local<false, *> counts each window's blocks for the scan
 // that numbers them, window_local<true, *> writes the window's blocks; each kernel takes the
-// windows of its kind (short or long) and leaves the others.  The arrays are identical to the
-// sorted path's; the columns within a row need not be sorted.
+// windows of its kind (short, long, or both: kBothKind below) and leaves the others.  The
+// arrays are identical to the sorted path's; the columns within a row need not be sorted.
 constexpr int kShortThreads = 64, kShortItems = 4; // short windows: at most 256 nonzeros
 constexpr int kShortMax = kShortThreads * kShortItems;
 constexpr int kLongThreads = 512; // 1024 measured slower on the BlogCatalog replicas and mdual
@@ -264,25 +264,45 @@ __device__ __forceinline__ int row_in_window(const int64_t *ro, int64_t j)
 }
 
 // Short windows run in thread blocks of kShortThreads (many windows in flight on an SM),
-// long ones in blocks of kLongThreads (a long window's passes spread over more threads).
-template <bool kPlace, bool kLong>
-__global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
+// long ones in blocks of kLongThreads (a long window's passes spread over more threads):
+// kKind = kShortKind and kLongKind, each kernel taking the windows of its kind.  When windows
+// are few (at most kBothMaxWindows) one kernel of kLongThreads takes both kinds (kBothKind; a
+// short window then on its first kShortThreads threads): one launch a pass instead of two,
+// whose host time was on the path to the placing pass.
+constexpr int kShortKind = 0, kLongKind = 1, kBothKind = 2;
+constexpr int32_t kBothMaxWindows = 4096;
+
+// The short windows' barrier: the block's, or in a kBothKind block (whose other threads have
+// left) a named barrier of its first kShortThreads threads (two whole warps).
+template <int kKind>
+__device__ __forceinline__ void short_sync()
+{
+    static_assert(kShortThreads % 32 == 0, "the named barrier counts whole warps");
+    if constexpr (kKind == kBothKind)
+        asm volatile("bar.sync 1, %0;" ::"n"(kShortThreads) : "memory");
+    else
+        __syncthreads();
+}
+
+template <bool kPlace, int kKind>
+__global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)
     window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
                  int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
                  int stage_cap, int32_t *nblk, int2 *crange, const int32_t *win_off, int32_t *blk_col,
                  int32_t *blk_off,
                  unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags)
 {
+    constexpr bool kLong = kKind != kShortKind; // the long windows' code and block size
     constexpr int NT = kLong ? kLongThreads : kShortThreads;
     using Reduce = cub::BlockReduce<int, NT>;
     using Scan = cub::BlockScan<int, NT>;
     __shared__ union {
         typename Reduce::TempStorage r;
         typename Scan::TempStorage s;
-        int col[2][kLong ? 1 : kShortMax]; // short windows: columns, first occurrences
+        int col[2][kKind == kLongKind ? 1 : kShortMax]; // short windows: columns, first occurrences
     } tmp;
     __shared__ int64_t ro[17];
-    __shared__ int sh_a, sh_b;
+    __shared__ int sh_a, sh_b, sh_dup;
     __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
     __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
     // long windows: bitmap, then prefix counts (wmax words each), then (placing, stage_cap > 0)
@@ -295,7 +315,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
         const int64_t v = ld_any(off, off64, r) - base;
         ro[t] = v < 0 ? 0 : v > nnz ? nnz : v;
     }
-    if (kPlace && !kLong && w == windows - 1 && t == 0) {
+    if (kPlace && kKind != kLongKind && w == windows - 1 && t == 0) {
         const int32_t tot = win_off[windows];
         if (tot >= 0 && tot <= bub)
             blk_off[tot] = (int32_t)nnz;
@@ -313,19 +333,22 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
     }
     __syncthreads();
     if (sh_a) {
-        if (!kPlace && !kLong && t == 0) { // one of the two counting kernels reports it
+        if (!kPlace && kKind != kLongKind && t == 0) { // one counting kernel reports it
             nblk[w] = 0;
             atomicOr(flags, kBadOffsets);
         }
         return;
     }
     const int64_t s = ro[0], e = ro[16];
-    if ((e - s > kShortMax) != kLong)
+    const bool is_long = e - s > kShortMax; // uniform over the block
+    if ((kKind == kShortKind && is_long) || (kKind == kLongKind && !is_long))
         return; // the other kernel's window
     const int32_t wo = kPlace ? win_off[w] : 0, nb = kPlace ? win_off[w + 1] - wo : 0;
     __syncthreads(); // sh_a is reused below
 
-    if (!kLong) {
+    if (kKind != kLongKind && !is_long) {
+        if (kKind == kBothKind && t >= kShortThreads)
+            return; // the rest is done by the first kShortThreads (short_sync)
         // item k of thread t is the window's nonzero t + k * kShortThreads
         const int n = (int)(e - s);
         int c[kShortItems], lrow[kShortItems], lc[kShortItems];
@@ -347,7 +370,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
             }
             tmp.col[0][i] = c[k];
         }
-        __syncthreads();
+        short_sync<kKind>();
 #pragma unroll
         for (int k = 0; k < kShortItems; k++) {
             const int i = t + k * kShortThreads;
@@ -356,7 +379,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
                 first[k] = tmp.col[0][q] != c[k];
             tmp.col[1][i] = first[k] ? c[k] : INT_MAX;
         }
-        __syncthreads();
+        short_sync<kKind>();
         int d = 0; // condensed index: distinct columns below c
         for (int q = 0; q < n; q++) {
             const int f = tmp.col[1][q];
@@ -383,7 +406,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
             blk_col[(int64_t)wo * 8 + d + t] = -1;
         if (t < nb)
             so[t] = make_uint4(0, 0, 0, 0);
-        __syncthreads();
+        short_sync<kKind>();
         unsigned *sw = reinterpret_cast<unsigned *>(so);
 #pragma unroll
         for (int k = 0; k < kShortItems; k++) {
@@ -394,7 +417,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
             if (atomicOr(&sw[lc[k] / 8 * 4 + (pos >> 5)], bit) & bit)
                 atomicOr(flags, kDuplicate); // the same row and column twice
         }
-        __syncthreads();
+        short_sync<kKind>();
         if (t < 32) { // nb <= 32: one warp numbers the blocks' nonzeros
             const int cnt = t < nb ? popc4(so[t]) : 0;
             int inc = cnt;
@@ -408,7 +431,7 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
                 blk_off[wo + t] = (int32_t)(s + inc - cnt);
             }
         }
-        __syncthreads();
+        short_sync<kKind>();
 #pragma unroll
         for (int k = 0; k < kShortItems; k++) {
             if (c[k] < 0)
@@ -501,6 +524,8 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
     uint4 *o4 = in_smem ? so : reinterpret_cast<uint4 *>(occ) + wo;
     for (int b = t; b < nb; b += NT)
         o4[b] = make_uint4(0, 0, 0, 0);
+    if (t == 0)
+        sh_dup = 0;
     __syncthreads();
     auto place = [&](int64_t j, int &lb, int &pos) -> bool {
         const int64_t c = ld_any(idx, idx64, j) - base;
@@ -518,10 +543,14 @@ __global__ void __launch_bounds__(kLong ? kLongThreads : kShortThreads)
         if (!place(j, lb, pos))
             continue;
         const unsigned bit = 1u << (pos & 31);
-        if (atomicOr(&ow[lb * 4 + (pos >> 5)], bit) & bit)
+        if (atomicOr(&ow[lb * 4 + (pos >> 5)], bit) & bit) {
             atomicOr(flags, kDuplicate);
+            sh_dup = 1;
+        }
     }
     __syncthreads();
+    if (sh_dup) // the plan is refused: nothing more to write (duplicates share a place)
+        return;
     // each block's first nonzero: the window's start plus the nonzeros of the blocks before
     int carry = 0;
     for (int b0 = 0; b0 < nb; b0 += NT) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 #include <cub/device/device_radix_sort.cuh>
@@ -270,20 +271,19 @@ bool local_ready()
     std::lock_guard<std::mutex> g(pool_mu);
     if (local_state[dev] == 0) {
         int optin = 0;
-        cudaFuncAttributes a{}, b{};
-        const bool ok =
-            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ==
-                cudaSuccess &&
-            cudaFuncGetAttributes(&a, tc::window_local<false, true>) == cudaSuccess &&
-            cudaFuncGetAttributes(&b, tc::window_local<true, true>) == cudaSuccess &&
-            a.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
-            b.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
-            cudaFuncSetAttribute(tc::window_local<false, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 kLocalMaxSmem) == cudaSuccess &&
-            cudaFuncSetAttribute(tc::window_local<true, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 kLocalMaxSmem) == cudaSuccess;
+        const void *fns[4] = {(const void *)tc::window_local<false, tc::kLongKind>,
+                              (const void *)tc::window_local<true, tc::kLongKind>,
+                              (const void *)tc::window_local<false, tc::kBothKind>,
+                              (const void *)tc::window_local<true, tc::kBothKind>};
+        bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ==
+                  cudaSuccess;
+        for (int i = 0; ok && i < 4; i++) {
+            cudaFuncAttributes a{};
+            ok = cudaFuncGetAttributes(&a, fns[i]) == cudaSuccess &&
+                 a.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
+                 cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      kLocalMaxSmem) == cudaSuccess;
+        }
         if (!ok)
             (void)cudaGetLastError();
         local_state[dev] = ok ? 1 : -1;
@@ -523,29 +523,35 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     } else if (local) {
         if (!small_scan)
             TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
-        // long windows (the bitmap; they take longest, so they go first), then short windows
-        // (one nonzero a thread)
-        window_local<false, true><<<windows, kLongThreads, local_smem, s>>>(
-            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, 0, nblk, crange, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, &sum->flags);
-        window_local<false, false><<<windows, kShortThreads, 0, s>>>(
-            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, 0, nblk, crange, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, &sum->flags);
-        TC_CU(cudaGetLastError(), "launching window_local (counting)");
+        // A pass (counting, then placing) over every window: long windows (the bitmap; they
+        // take longest, so they go first), then short ones (one nonzero a thread); one kernel
+        // for both when windows are few.  The counting pass writes nblk and crange, the
+        // placing pass the plan (staging long windows' output in stage_cap nonzeros).
+        auto local_pass = [&](auto place) {
+            constexpr bool kPlace = decltype(place)::value;
+            const int cap = kPlace ? stage_cap : 0;
+            const size_t smem = local_smem + 5 * (size_t)cap;
+            auto go = [&](auto kind, int threads, size_t bytes) {
+                window_local<kPlace, decltype(kind)::value><<<windows, threads, bytes, s>>>(
+                    in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
+                    nnz, in->base, windows, bub, wmax, cap, kPlace ? nullptr : nblk, crange,
+                    kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
+                    kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
+                    kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags);
+            };
+            if (windows <= kBothMaxWindows) {
+                go(std::integral_constant<int, kBothKind>(), kLongThreads, smem);
+            } else {
+                go(std::integral_constant<int, kLongKind>(), kLongThreads, smem);
+                go(std::integral_constant<int, kShortKind>(), kShortThreads, 0);
+            }
+            return cudaGetLastError();
+        };
+        TC_CU(local_pass(std::false_type()), "launching window_local (counting)");
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(window_offsets(), "window offsets");
         side.mark();
-        window_local<true, true><<<windows, kLongThreads, local_smem + 5 * (size_t)stage_cap, s>>>(
-            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, stage_cap, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
-            occ, m.blk_pos, m.val_idx, &sum->flags);
-        window_local<true, false><<<windows, kShortThreads, 0, s>>>(
-            in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols, nnz,
-            in->base, windows, bub, wmax, 0, nullptr, crange, m.win_off, m.blk_col, m.blk_off,
-            occ, m.blk_pos, m.val_idx, &sum->flags);
-        TC_CU(cudaGetLastError(), "launching window_local (placing)");
+        TC_CU(local_pass(std::true_type()), "launching window_local (placing)");
     } else {
         cub::DoubleBuffer<unsigned long long> dk(k0, k1);
         cub::DoubleBuffer<int32_t> dv(v0, v1);
