@@ -30,6 +30,7 @@ unsigned grid_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) 
 std::mutex pool_mu;
 cudaMemPool_t pools[64];
 bool pool_tried[64];
+unsigned long long pool_keep[64]; // the release threshold last set (+1; 0: none yet)
 
 // The current device as an index into pools, or -1.
 int pool_device()
@@ -50,6 +51,7 @@ cudaMemPool_t scratch_pool(size_t keep)
     std::lock_guard<std::mutex> g(pool_mu);
     if (!pool_tried[dev]) {
         pool_tried[dev] = true;
+        pool_keep[dev] = 0;
         int ok = 0;
         cudaMemPoolProps pr{};
         pr.allocType = cudaMemAllocationTypePinned;
@@ -60,9 +62,14 @@ cudaMemPool_t scratch_pool(size_t keep)
             pools[dev] = nullptr;
         (void)cudaGetLastError();
     }
-    if (pools[dev] != nullptr) {
+    if (pools[dev] != nullptr && pool_keep[dev] != (unsigned long long)keep + 1) {
+        // set when it changes only: the call costs the host microseconds, twice a build
         unsigned long long t = keep;
-        (void)cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &t);
+        if (cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &t) ==
+            cudaSuccess)
+            pool_keep[dev] = (unsigned long long)keep + 1;
+        else
+            (void)cudaGetLastError();
     }
     return pools[dev];
 }
