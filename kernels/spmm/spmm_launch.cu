@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include "../kernels.h"
 #include "../occupancy_cache.cuh"
-#include "spmm_kernel_bulk.cuh"
+#include "spmm_kernel_pipe.cuh"
 
 namespace {
 
@@ -122,56 +122,6 @@ Pick pick_of(bool balanced, int warps, bool pipe, const char *const (&names)[4])
 
 #define TC_SPMM_NAMES(base) {base, base "_pipe", base "_pipe6", base "_pipe8"}
 
-// The bulk-copy kernel (spmm_kernel_bulk.cuh) for FP32 data at J = 4: TCSPARSE_SPMM_BULK=1
-// runs it wherever it can run (a tuning knob until measured; unset or 0: never).  It needs
-// compute capability 9.0 or more, B's rows on 16 bytes and N a multiple of 4; otherwise the
-// pipelined kernel runs.  TCSPARSE_SPMM_PIPE_STAGES sets its ring depth too (default
-// spmm::kBulkStages).
-bool bulk_wanted(const tc_spmm_args *a, bool pipe)
-{
-    static const int forced = env_int("TCSPARSE_SPMM_BULK");
-    if (forced != 1 || !pipe || a->ab_type != TC_T_F32 || pick_j(a) != spmm::kBulkJ)
-        return false;
-    if (a->N % 4 != 0 || !(((uintptr_t)a->B & 15u) == 0 && a->ldb % 4 == 0))
-        return false;
-    static int major[64]; // per device: compute capability, 0 = not read yet
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    if (major[dev] == 0) {
-        int v = 0;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        major[dev] = v;
-    }
-    return major[dev] >= 9;
-}
-
-template <class P, bool kBal>
-void *bulk_fn_of(int S)
-{
-    switch (S) {
-    case 3: return (void *)spmm::spmm_bulk_kernel<P, float, kBal, 3>;
-    case 6: return (void *)spmm::spmm_bulk_kernel<P, float, kBal, 6>;
-    case 8: return (void *)spmm::spmm_bulk_kernel<P, float, kBal, 8>;
-    default: return (void *)spmm::spmm_bulk_kernel<P, float, kBal, 4>;
-    }
-}
-
-template <class P>
-Pick bulk_pick(bool balanced, const char *const (&names)[4])
-{
-    static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
-    const int S = forced == 3 || forced == 6 || forced == 8 ? forced : spmm::kBulkStages;
-    return Pick{balanced ? bulk_fn_of<P, true>(S) : bulk_fn_of<P, false>(S),
-                names[S == 3 ? 0 : S == 6 ? 2 : S == 8 ? 3 : 1],
-                (size_t)spmm::bulk_smem_bytes<P>(S)};
-}
-
 Pick pick_kernel(const tc_spmm_args *a, bool balanced)
 {
     static const char *const tf32_4[4] = TC_SPMM_NAMES("tc_spmm_tf32_j4");
@@ -182,14 +132,8 @@ Pick pick_kernel(const tc_spmm_args *a, bool balanced)
     static const char *const h_h[4] = TC_SPMM_NAMES("tc_spmm_f16");
     static const char *const bf_f[4] = TC_SPMM_NAMES("tc_spmm_bf16_f32out");
     static const char *const bf_bf[4] = TC_SPMM_NAMES("tc_spmm_bf16");
-    static const char *const tf32_bulk[4] = {"tc_spmm_tf32_j4_bulk3", "tc_spmm_tf32_j4_bulk",
-                                             "tc_spmm_tf32_j4_bulk6", "tc_spmm_tf32_j4_bulk8"};
-    static const char *const x3_bulk[4] = {"tc_spmm_3xtf32_j4_bulk3", "tc_spmm_3xtf32_j4_bulk",
-                                           "tc_spmm_3xtf32_j4_bulk6", "tc_spmm_3xtf32_j4_bulk8"};
     const int j = pick_j(a), w = cta_warps(a);
     const bool cf = a->c_type == TC_T_F32, pp = pipe_wanted(a);
-    if (bulk_wanted(a, pp))
-        return a->tf32 ? bulk_pick<Tf32>(balanced, tf32_bulk) : bulk_pick<Tf32x3>(balanced, x3_bulk);
     switch (a->ab_type) {
     case TC_T_F32:
         if (a->tf32)
