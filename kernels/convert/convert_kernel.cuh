@@ -271,6 +271,7 @@ __device__ __forceinline__ int row_in_window(const int64_t *ro, int64_t j)
 // whose host time was on the path to the placing pass.
 constexpr int kShortKind = 0, kLongKind = 1, kBothKind = 2;
 constexpr int32_t kBothMaxWindows = 4096;
+constexpr size_t kBothMaxBitmap = 16 * 1024; // bytes of bitmap and prefix counts (4096 words each)
 
 // The short windows' barrier: the block's, or in a kBothKind block (whose other threads have
 // left) a named barrier of its first kShortThreads threads (two whole warps).
@@ -302,7 +303,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         int col[2][kKind == kLongKind ? 1 : kShortMax]; // short windows: columns, first occurrences
     } tmp;
     __shared__ int64_t ro[17];
-    __shared__ int sh_a, sh_b, sh_dup;
+    __shared__ int sh_a, sh_b, sh_bad;
     __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
     __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
     // long windows: bitmap, then prefix counts (wmax words each), then (placing, stage_cap > 0)
@@ -525,7 +526,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     for (int b = t; b < nb; b += NT)
         o4[b] = make_uint4(0, 0, 0, 0);
     if (t == 0)
-        sh_dup = 0;
+        sh_bad = 0;
     __syncthreads();
     auto place = [&](int64_t j, int &lb, int &pos) -> bool {
         const int64_t c = ld_any(idx, idx64, j) - base;
@@ -540,16 +541,20 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     unsigned *ow = reinterpret_cast<unsigned *>(o4);
     for (int64_t j = s + t; j < e; j += NT) {
         int lb, pos;
-        if (!place(j, lb, pos))
+        if (!place(j, lb, pos)) { // a column out of range (flagged by the counting pass)
+            sh_bad = 1;
             continue;
+        }
         const unsigned bit = 1u << (pos & 31);
         if (atomicOr(&ow[lb * 4 + (pos >> 5)], bit) & bit) {
             atomicOr(flags, kDuplicate);
-            sh_dup = 1;
+            sh_bad = 1;
         }
     }
     __syncthreads();
-    if (sh_dup) // the plan is refused: nothing more to write (duplicates share a place)
+    // The plan is refused: nothing more to write.  (Duplicates would share a place, and a
+    // skipped nonzero would leave a staged slot unwritten.)
+    if (sh_bad)
         return;
     // each block's first nonzero: the window's start plus the nonzeros of the blocks before
     int carry = 0;

@@ -128,64 +128,46 @@ struct Scratch {
 // The plan's schedule (statistics, chunk numbering, chunk list) needs only the window
 // offsets, so it runs on a second stream beside the placing pass: on inputs of few long
 // windows that pass fills a fraction of the GPU (ogbl-ddi: 267 thread blocks), and the
-// schedule's four launches otherwise ran after it.  One non-blocking stream per device,
-// shared by every conversion on it (events order each conversion's work); where it or the
-// events cannot be had, everything runs on the caller's stream.
+// schedule's four launches otherwise ran after it.  Each conversion takes a side stream and
+// its two events for itself (one stream shared by all would tie a conversion to others'
+// streams through their fork waits), from a per-device cache that keeps them for the next
+// conversion: creating them cost the host about 10 us a build on the H100, on the path to
+// the placing pass.  At most as many sets as conversions ever ran at once, kept for the
+// process's life.  Where they cannot be had, everything runs on the caller's stream.
+struct SideSet {
+    cudaStream_t st;
+    cudaEvent_t fork, join;
+};
 std::mutex side_mu;
-cudaStream_t side_streams[64];
-bool side_tried[64];
+std::vector<SideSet> side_free[64];
 
-cudaStream_t side_stream()
+void side_destroy(const SideSet &x)
 {
-    const int dev = pool_device();
-    if (dev < 0)
-        return nullptr;
-    std::lock_guard<std::mutex> g(side_mu);
-    if (!side_tried[dev]) {
-        side_tried[dev] = true;
-        if (cudaStreamCreateWithFlags(&side_streams[dev], cudaStreamNonBlocking) != cudaSuccess)
-            side_streams[dev] = nullptr;
-        (void)cudaGetLastError();
-    }
-    return side_streams[dev];
+    if (x.st != nullptr)
+        (void)cudaStreamDestroy(x.st);
+    if (x.fork != nullptr)
+        (void)cudaEventDestroy(x.fork);
+    if (x.join != nullptr)
+        (void)cudaEventDestroy(x.join);
+    (void)cudaGetLastError();
 }
 
-// A side stream that failed (a stale handle after cudaDeviceReset, for one) is created again
-// by the next conversion; this one runs on the caller's stream.
-void side_stream_forget()
-{
-    const int dev = pool_device();
-    if (dev < 0)
-        return;
-    std::lock_guard<std::mutex> g(side_mu);
-    side_tried[dev] = false;
-}
-
-// The conversion's event pairs, kept per device for the next conversion: creating two events
-// cost the host about 10 us a build on the H100, on the path to the placing pass.  At most as
-// many pairs as conversions ever ran at once; they live as long as the process.
-std::mutex ev_mu;
-std::vector<std::pair<cudaEvent_t, cudaEvent_t>> ev_free[64];
-
-bool take_events(int dev, cudaEvent_t &a, cudaEvent_t &b)
+bool side_take(int dev, SideSet &x)
 {
     {
-        std::lock_guard<std::mutex> g(ev_mu);
-        if (!ev_free[dev].empty()) {
-            a = ev_free[dev].back().first;
-            b = ev_free[dev].back().second;
-            ev_free[dev].pop_back();
+        std::lock_guard<std::mutex> g(side_mu);
+        if (!side_free[dev].empty()) {
+            x = side_free[dev].back();
+            side_free[dev].pop_back();
             return true;
         }
     }
-    a = b = nullptr;
-    if (cudaEventCreateWithFlags(&a, cudaEventDisableTiming) == cudaSuccess &&
-        cudaEventCreateWithFlags(&b, cudaEventDisableTiming) == cudaSuccess)
+    x = SideSet{nullptr, nullptr, nullptr};
+    if (cudaStreamCreateWithFlags(&x.st, cudaStreamNonBlocking) == cudaSuccess &&
+        cudaEventCreateWithFlags(&x.fork, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventCreateWithFlags(&x.join, cudaEventDisableTiming) == cudaSuccess)
         return true;
-    (void)cudaGetLastError();
-    if (a != nullptr)
-        (void)cudaEventDestroy(a);
-    a = b = nullptr;
+    side_destroy(x);
     return false;
 }
 
@@ -194,8 +176,8 @@ bool take_events(int dev, cudaEvent_t &a, cudaEvent_t &b)
 // stream waits for the mark; the schedule's kernels then go there).  join() before the summary
 // is read back, and on every failure path before the scratch and the plan are released.
 struct SideFork {
-    cudaStream_t s, s2 = nullptr;
-    cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
+    cudaStream_t s;
+    SideSet x{nullptr, nullptr, nullptr};
     int dev = -1;
     bool marked = false, forked = false, healthy = true;
 
@@ -206,11 +188,9 @@ struct SideFork {
             const char *e = getenv("TCSPARSE_CONVERT_SIDE");
             return e != nullptr && strcmp(e, "0") == 0;
         }();
-        if (off || (dev = pool_device()) < 0 || (s2 = side_stream()) == nullptr)
+        if (off || (dev = pool_device()) < 0 || !side_take(dev, x))
             return;
-        if (!take_events(dev, fork_ev, join_ev))
-            return;
-        if (cudaEventRecord(fork_ev, s) != cudaSuccess) {
+        if (cudaEventRecord(x.fork, s) != cudaSuccess) {
             (void)cudaGetLastError();
             healthy = false;
             return;
@@ -223,41 +203,39 @@ struct SideFork {
         if (!marked)
             return s;
         marked = false;
-        if (cudaStreamWaitEvent(s2, fork_ev, 0) != cudaSuccess) {
+        if (cudaStreamWaitEvent(x.st, x.fork, 0) != cudaSuccess) {
             (void)cudaGetLastError();
             healthy = false;
-            side_stream_forget();
             return s;
         }
         forked = true;
-        return s2;
+        return x.st;
     }
     cudaError_t join()
     {
         if (!forked)
             return cudaSuccess;
         forked = false;
-        cudaError_t e = cudaEventRecord(join_ev, s2);
+        cudaError_t e = cudaEventRecord(x.join, x.st);
         if (e == cudaSuccess)
-            e = cudaStreamWaitEvent(s, join_ev, 0);
+            e = cudaStreamWaitEvent(s, x.join, 0);
         if (e != cudaSuccess) { // the caller's stream cannot wait for it: the host does
             healthy = false;
-            (void)cudaStreamSynchronize(s2);
+            (void)cudaStreamSynchronize(x.st);
         }
         return e;
     }
     ~SideFork()
     {
         (void)join();
-        if (fork_ev == nullptr)
+        if (x.st == nullptr)
             return;
-        if (healthy) { // a later record replaces the pending one; earlier waits keep theirs
-            std::lock_guard<std::mutex> g(ev_mu);
-            ev_free[dev].emplace_back(fork_ev, join_ev);
+        if (healthy) { // a later record replaces a pending one; waits already queued keep theirs
+            std::lock_guard<std::mutex> g(side_mu);
+            side_free[dev].push_back(x);
         } else {
-            (void)cudaEventDestroy(fork_ev);
-            (void)cudaEventDestroy(join_ev);
-            (void)cudaGetLastError();
+            (void)cudaStreamSynchronize(x.st); // a stream is destroyed once its work is done
+            side_destroy(x);
         }
     }
 };
@@ -517,9 +495,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cudaGetLastError(), "launching check_offsets_small");
         } else {
             TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
-            if (check)
+            if (check) {
                 check_offsets<<<grid_for(dim + 1, T), T, 0, s>>>(in->offsets, in->offsets_64,
                                                                  dim, nnz, in->base, &sum->flags);
+                TC_CU(cudaGetLastError(), "launching check_offsets");
+            }
         }
     }
     if (nnz == 0) {
@@ -532,8 +512,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cudaMemsetAsync(nblk + windows, 0, sizeof(int32_t), s), "clearing nblk");
         // A pass (counting, then placing) over every window: long windows (the bitmap; they
         // take longest, so they go first), then short ones (one nonzero a thread); one kernel
-        // for both when windows are few.  The counting pass writes nblk and crange, the
-        // placing pass the plan (staging long windows' output in stage_cap nonzeros).
+        // for both when windows are few and the bitmap small (every block of that kernel
+        // holds the long windows' shared memory, short windows' too).  The counting pass
+        // writes nblk and crange, the placing pass the plan (staging long windows' output in
+        // stage_cap nonzeros).
+        const bool both = windows <= kBothMaxWindows && local_smem <= kBothMaxBitmap;
         auto local_pass = [&](auto place) {
             constexpr bool kPlace = decltype(place)::value;
             const int cap = kPlace ? stage_cap : 0;
@@ -546,7 +529,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
                     kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags);
             };
-            if (windows <= kBothMaxWindows) {
+            if (both) {
                 go(std::integral_constant<int, kBothKind>(), kLongThreads, smem);
             } else {
                 go(std::integral_constant<int, kLongKind>(), kLongThreads, smem);

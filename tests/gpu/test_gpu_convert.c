@@ -1,7 +1,9 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* GPU ME-TCF conversion against the CPU reference: identical arrays on generated matrices
  * and on every matrix in TC_DATA_DIR, for CSR/CSC/COO, both index widths and bases;
  * invalid structures rejected. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,7 +237,9 @@ static void reverse_rows(tc_csr *m)
  * rows, 8750 windows, and the window offsets' two scans: 65535 windows (the last taken by one
  * thread block, 16 tiles of it) and 65536 (CUB's).  Long windows' output staged in shared
  * memory: dense windows of 100 columns, 640-nonzero windows of 160000 columns, and R-MAT
- * windows of 1024 nonzeros on average, some staged and the longest not. */
+ * windows of 1024 nonzeros on average, some staged and the longest not.  Up to 4096 windows
+ * one kernel takes both kinds; 4375 windows of 320 nonzeros (staged) and R-MAT's 8192 windows
+ * of every length take the long and the short kernels. */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
@@ -244,7 +248,8 @@ Test(gpu_convert, window_local_limits)
                                   "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16",
                                   "uniform:2000:160000:40", "banded:4000:8",
                                   "uniform:140000:1000:3", "uniform:1048560:1000:1",
-                                  "uniform:1048576:1000:1", "rmat:12:64"};
+                                  "uniform:1048576:1000:1", "rmat:12:64",
+                                  "uniform:70000:1000:20", "rmat:17:24"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
@@ -328,6 +333,29 @@ Test(gpu_convert, rejects_bad_structure)
             c[i] = i;
         refuse_csr(o, c, 16 * W, NZ, NZ, "offsets", W == 1000 ? "overlapping windows"
                                                               : "overlapping windows, 80000 rows");
+        free(o);
+        free(c);
+    }
+    /* more windows than one kernel takes (4100, each 300 nonzeros long, so staged up to 512):
+     * a duplicate in a staged window, and in a window of 600 (not staged) */
+    for (int k = 0; k < 2; k++) {
+        enum { W = 4100, L = 300, C = 1000 };
+        const int64_t rows = 16 * (int64_t)W, nnz = (int64_t)W * L + (k == 1 ? L : 0);
+        int32_t *o = malloc(sizeof *o * (size_t)(rows + 1)), *c = malloc(sizeof *c * (size_t)nnz);
+        int64_t e = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            o[r] = (int32_t)e;
+            if (r % 16 == 0) { /* a window's first row holds its nonzeros */
+                const int len = k == 1 && r / 16 == 7 ? 2 * L : L;
+                for (int i = 0; i < len; i++)
+                    c[e++] = i;
+                if (r / 16 == (k == 0 ? 3 : 7))
+                    c[e - 2] = c[e - 3]; /* the same column twice in one row */
+            }
+        }
+        o[rows] = (int32_t)e;
+        refuse_csr(o, c, rows, C, e, "duplicate",
+                   k == 0 ? "4100 windows: duplicate, staged" : "4100 windows: duplicate, not staged");
         free(o);
         free(c);
     }
@@ -431,4 +459,34 @@ Test(gpu_convert, shared_matrices, .timeout = 900)
     }
     closedir(d);
     cr_assert(n > 0, "no .mtx.gz files in %s", dir);
+}
+
+/* The conversion's knobs, each in a process of its own (they are read once): the schedule on
+ * the caller's stream (TCSPARSE_CONVERT_SIDE=0), long windows written without staging
+ * (TCSPARSE_CONVERT_STAGE=0).  The arrays must not change. */
+typedef struct {
+    const char *var;
+} convert_knob;
+
+ParameterizedTestParameters(gpu_convert, knobs)
+{
+    static convert_knob knobs[] = {{"TCSPARSE_CONVERT_SIDE"}, {"TCSPARSE_CONVERT_STAGE"}};
+    return cr_make_param_array(convert_knob, knobs, sizeof knobs / sizeof knobs[0]);
+}
+
+ParameterizedTest(convert_knob *kp, gpu_convert, knobs)
+{
+    TC_REQUIRE_GPU();
+    setenv(kp->var, "0", 1);
+    static const char *specs[] = {"rmat:12:64", "uniform:70000:1000:20", "uniform:3000:262144:40",
+                                  "uniform:1001:333:7"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        tc_csr m;
+        char err[256], name[96];
+        cr_assert_eq(tc_gen_from_spec(specs[i], &m, err, sizeof err), 0, "%s", err);
+        snprintf(name, sizeof name, "%s=0: %s", kp->var, specs[i]);
+        compare(&m, TCSPARSE_FORMAT_CSR, 0, 0, name);
+        compare(&m, TCSPARSE_FORMAT_COO, 1, 1, name);
+        tc_csr_free(&m);
+    }
 }
