@@ -463,28 +463,32 @@ Test(gpu_convert, shared_matrices, .timeout = 900)
 
 /* The conversion's knobs, each in a process of its own (they are read once): the schedule on
  * the caller's stream (TCSPARSE_CONVERT_SIDE=0), long windows written without staging
- * (TCSPARSE_CONVERT_STAGE=0).  The arrays must not change. */
+ * (TCSPARSE_CONVERT_STAGE=0).  The arrays must not change.  A parameter is copied into the
+ * test's process: an index, not a pointer. */
+static const char *const knob_vars[] = {"TCSPARSE_CONVERT_SIDE", "TCSPARSE_CONVERT_STAGE"};
+
 typedef struct {
-    const char *var;
+    int var;
 } convert_knob;
 
 ParameterizedTestParameters(gpu_convert, knobs)
 {
-    static convert_knob knobs[] = {{"TCSPARSE_CONVERT_SIDE"}, {"TCSPARSE_CONVERT_STAGE"}};
+    static convert_knob knobs[] = {{0}, {1}};
     return cr_make_param_array(convert_knob, knobs, sizeof knobs / sizeof knobs[0]);
 }
 
 ParameterizedTest(convert_knob *kp, gpu_convert, knobs)
 {
     TC_REQUIRE_GPU();
-    setenv(kp->var, "0", 1);
+    const char *var = knob_vars[kp->var];
+    setenv(var, "0", 1);
     static const char *specs[] = {"rmat:12:64", "uniform:70000:1000:20", "uniform:3000:262144:40",
                                   "uniform:1001:333:7"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[96];
         cr_assert_eq(tc_gen_from_spec(specs[i], &m, err, sizeof err), 0, "%s", err);
-        snprintf(name, sizeof name, "%s=0: %s", kp->var, specs[i]);
+        snprintf(name, sizeof name, "%s=0: %s", var, specs[i]);
         compare(&m, TCSPARSE_FORMAT_CSR, 0, 0, name);
         compare(&m, TCSPARSE_FORMAT_COO, 1, 1, name);
         tc_csr_free(&m);
