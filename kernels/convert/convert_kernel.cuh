@@ -45,17 +45,21 @@ __device__ __forceinline__ int64_t upper_row(const void *off, int is64, int64_t 
     return lo;
 }
 
+// Offset i (0 <= i <= dim) of a CSR/CSC array breaks the rules: the first is not the base, the
+// last not nnz past it, one lies outside [0, nnz], or the next one is smaller.
+__device__ __forceinline__ bool offset_bad(const void *off, int is64, int64_t i, int64_t dim,
+                                           int64_t nnz, int base)
+{
+    const int64_t v = ld_any(off, is64, i) - base;
+    return (i == 0 && v != 0) || (i == dim && v != nnz) || v < 0 || v > nnz ||
+           (i < dim && ld_any(off, is64, i + 1) - base < v);
+}
+
 __global__ void check_offsets(const void *off, int is64, int64_t dim, int64_t nnz, int base,
                               int *flags)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i > dim)
-        return;
-    int64_t v = ld_any(off, is64, i) - base;
-    bool bad = (i == 0 && v != 0) || (i == dim && v != nnz) || v < 0 || v > nnz;
-    if (i < dim && ld_any(off, is64, i + 1) - base < v)
-        bad = true;
-    if (bad)
+    if (i <= dim && offset_bad(off, is64, i, dim, nnz, base))
         atomicOr(flags, kBadOffsets);
 }
 
@@ -647,7 +651,7 @@ struct summary {
 };
 
 // The summary cleared and the offsets (if any) checked by one thread block, for at most
-// kSmallScanMax offsets: the same checks as check_offsets.
+// kSmallScanMax offsets: the same checks as check_offsets (offset_bad).
 __global__ void __launch_bounds__(kSmallScanThreads)
     check_offsets_small(const void *off, int is64, int64_t dim, int64_t nnz, int base,
                         summary *sum)
@@ -660,12 +664,9 @@ __global__ void __launch_bounds__(kSmallScanThreads)
         words[i] = 0;
     __syncthreads();
     if (off != nullptr) {
-        for (int64_t i = threadIdx.x; i <= dim; i += blockDim.x) {
-            const int64_t v = ld_any(off, is64, i) - base;
-            if ((i == 0 && v != 0) || (i == dim && v != nnz) || v < 0 || v > nnz ||
-                (i < dim && ld_any(off, is64, i + 1) - base < v))
+        for (int64_t i = threadIdx.x; i <= dim; i += blockDim.x)
+            if (offset_bad(off, is64, i, dim, nnz, base))
                 bad = 1;
-        }
     }
     __syncthreads();
     if (threadIdx.x == 0 && bad)
