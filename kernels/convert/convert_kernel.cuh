@@ -763,6 +763,90 @@ __global__ void write_chunks(const int32_t *win_off, const unsigned long long *p
     chunks[t] = c;
 }
 
+// The whole schedule (window_stats, the scan of its packed counts, write_chunks) by one
+// thread block when windows + 1 <= kScheduleSmallMax: one launch instead of three and CUB's
+// host-side queries.  On ogbl-ddi (267 windows) those cost the host about 50 us after the
+// placing pass was launched, as long as that pass ran on the GPU.  Same results as the three
+// kernels: the scanned counts are kept in shared memory, where each chunk looks up its window.
+constexpr int kScheduleSmallMax = kSmallScanThreads * kSmallScanItems;
+
+__global__ void __launch_bounds__(kSmallScanThreads)
+    schedule_small(const int32_t *win_off, int32_t windows, int sm_count, int32_t force,
+                   int64_t slots, tc_chunk *chunks, int32_t *split, summary *sum)
+{
+    using Scan = cub::BlockScan<unsigned long long, kSmallScanThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    __shared__ unsigned long long ps[kScheduleSmallMax], h[16], empty, maxb;
+    if (threadIdx.x < 16)
+        h[threadIdx.x] = 0;
+    if (threadIdx.x == 0) {
+        empty = 0;
+        maxb = 0;
+    }
+    __syncthreads();
+    const int32_t blocks = win_off[windows];
+    const int32_t ch = chunk_len(blocks, sm_count, force);
+    unsigned long long v[kSmallScanItems];
+    const int32_t first = (int32_t)threadIdx.x * kSmallScanItems;
+#pragma unroll
+    for (int i = 0; i < kSmallScanItems; i++) {
+        const int32_t w = first + i;
+        v[i] = 0;
+        if (w < windows) {
+            const int32_t nb = win_off[w + 1] - win_off[w];
+            const unsigned long long c =
+                nb == 0 ? 1 : (unsigned long long)(((int64_t)nb + ch - 1) / ch);
+            v[i] = c << 32 | (unsigned long long)(c > 1);
+            atomicAdd(&h[tc_hist_bucket(nb)], 1ull);
+            if (nb == 0)
+                atomicAdd(&empty, 1ull);
+            atomicMax(&maxb, (unsigned long long)nb);
+        }
+    }
+    unsigned long long x[kSmallScanItems];
+    Scan(tmp).ExclusiveSum(v, x);
+#pragma unroll
+    for (int i = 0; i < kSmallScanItems; i++) {
+        const int32_t w = first + i;
+        if (w <= windows)
+            ps[w] = x[i];
+        if (w < windows && (v[i] & 1ull))
+            split[x[i] & 0xffffffffull] = w;
+    }
+    __syncthreads();
+    const int64_t nch = (int64_t)(ps[windows] >> 32);
+    if (threadIdx.x < 16)
+        sum->hist[threadIdx.x] = h[threadIdx.x];
+    if (threadIdx.x == 0) {
+        if (nch > slots) // the launcher's bound assumed a shorter schedule: refuse, never truncate
+            atomicOr(&sum->flags, kScheduleBound);
+        sum->empty = empty;
+        sum->maxb = maxb;
+        sum->blocks = blocks;
+        sum->chunk_blocks = ch;
+        sum->nchunks = (int32_t)nch;
+        sum->nsplit = (int32_t)(ps[windows] & 0xffffffffull);
+    }
+    for (int64_t t = threadIdx.x; t < nch && t < slots; t += blockDim.x) {
+        int32_t lo = 0, hi = windows; // last w in [0, windows) with first chunk <= t
+        while (hi - lo > 1) {
+            const int32_t mid = lo + (hi - lo) / 2;
+            if ((int64_t)(ps[mid] >> 32) <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const int64_t f = (int64_t)(ps[lo] >> 32), cw = (int64_t)(ps[lo + 1] >> 32) - f;
+        const int32_t b = win_off[lo] + (int32_t)((t - f) * ch), e = win_off[lo + 1];
+        tc_chunk c;
+        c.win = lo;
+        c.begin = b;
+        c.end = e - b > ch ? b + ch : e;
+        c.split = cw > 1;
+        chunks[t] = c;
+    }
+}
+
 // win_row[row_new[r]] = r for every row; the caller has set the padding positions to -1.
 __global__ void scatter_win_row(const int32_t *row_new, int64_t rows, int64_t slots,
                                 int32_t *win_row)

@@ -428,6 +428,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // The window offsets from the block counts: one thread block when windows are few (the
     // counts' slot `windows` is then not read), else CUB.
     const bool small_scan = (int64_t)windows + 1 <= kSmallScanMax;
+    const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax; // schedule_small
     auto window_offsets = [&]() -> cudaError_t {
         if (!small_scan)
             return cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s);
@@ -455,9 +456,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, c, (int32_t *)nullptr,
                                                 (int32_t *)nullptr, windows + 1, s),
                   "sizing scan");
-        TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
-                                            (unsigned long long *)nullptr, windows + 1, s),
-              "sizing scan");
+        if (!small_sched)
+            TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
+                                                (unsigned long long *)nullptr, windows + 1, s),
+                  "sizing scan");
         cub_bytes = a > b ? a : b;
         cub_bytes = cub_bytes > c ? cub_bytes : c;
         cub_bytes = cub_bytes > d ? cub_bytes : d;
@@ -476,8 +478,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         nblk = x.take<int32_t>(4 * w1);
         crange = x.take<int2>(local ? 8 * w1 : 0);
         dfirst = x.take<int32_t>(4 * w1);
-        packed = x.take<unsigned long long>(8 * w1);
-        pscan = x.take<unsigned long long>(8 * w1);
+        packed = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
+        pscan = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
         sum = x.take<summary>(sizeof(summary));
         cub = x.take<char>(cub_bytes);
     }
@@ -585,17 +587,24 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                     m.blk_off, nnz, shift, m.blk_pos, m.val_idx);
         TC_CU(cudaGetLastError(), "launching place_values");
     }
-    // The schedule, beside the placing pass (SideFork).  Its CUB workspace is the one the
+    // The schedule, beside the placing pass (SideFork): one thread block for at most
+    // kScheduleSmallMax - 1 windows, else three kernels.  Their CUB workspace is the one the
     // window offsets' scan used, finished before the mark; the placing kernels use none.
     ss = side.fork();
-    window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, ss>>>(m.win_off, windows, xo->sm_count,
-                                                                   xo->force_chunk, packed, sum);
-    TC_CU(cudaGetLastError(), "launching window_stats");
-    TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, packed, pscan, windows + 1, ss),
-          "numbering chunks");
-    write_chunks<<<grid_for(slots > windows ? slots : windows, T), T, 0, ss>>>(
-        m.win_off, pscan, windows, xo->sm_count, xo->force_chunk, slots, chunks, split, sum);
-    TC_CU(cudaGetLastError(), "launching write_chunks");
+    if (small_sched) {
+        schedule_small<<<1, kSmallScanThreads, 0, ss>>>(m.win_off, windows, xo->sm_count,
+                                                        xo->force_chunk, slots, chunks, split, sum);
+        TC_CU(cudaGetLastError(), "launching schedule_small");
+    } else {
+        window_stats<<<grid_for((int64_t)windows + 1, T), T, 0, ss>>>(
+            m.win_off, windows, xo->sm_count, xo->force_chunk, packed, sum);
+        TC_CU(cudaGetLastError(), "launching window_stats");
+        TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, packed, pscan, windows + 1, ss),
+              "numbering chunks");
+        write_chunks<<<grid_for(slots > windows ? slots : windows, T), T, 0, ss>>>(
+            m.win_off, pscan, windows, xo->sm_count, xo->force_chunk, slots, chunks, split, sum);
+        TC_CU(cudaGetLastError(), "launching write_chunks");
+    }
     TC_CU(side.join(), "joining the schedule's stream");
     if (in->row_new != nullptr && in->rows > 0) { // the caller's row of each window row
         const int64_t wslots = (int64_t)windows * 16;

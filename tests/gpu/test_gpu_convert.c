@@ -239,7 +239,8 @@ static void reverse_rows(tc_csr *m)
  * memory: dense windows of 100 columns, 640-nonzero windows of 160000 columns, and R-MAT
  * windows of 1024 nonzeros on average, some staged and the longest not.  Up to 4096 windows
  * one kernel takes both kinds; 4375 windows of 320 nonzeros (staged) and R-MAT's 8192 windows
- * of every length take the long and the short kernels. */
+ * of every length take the long and the short kernels.  The schedule: 4095 windows (one thread
+ * block, schedule_small) and 4096 (three kernels). */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
@@ -249,7 +250,8 @@ Test(gpu_convert, window_local_limits)
                                   "uniform:2000:160000:40", "banded:4000:8",
                                   "uniform:140000:1000:3", "uniform:1048560:1000:1",
                                   "uniform:1048576:1000:1", "rmat:12:64",
-                                  "uniform:70000:1000:20", "rmat:17:24"};
+                                  "uniform:70000:1000:20", "rmat:17:24",
+                                  "uniform:65520:3000:5", "uniform:65536:3000:5"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
