@@ -205,6 +205,11 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         size_t sz;
         tcsparseSDDMM_bufferSize(c.tc, 0, 0, &one, c.tcA, c.tcB, &zero, c.tcC, CUDA_R_32F,
                                  TCSPARSE_SDDMM_ALG_DEFAULT, &sz);
+        /* and one launch, on the handle's stream: after reading and parsing the input the
+         * host's first launch cost 35-47 us on the H100 machine (any kernel, a trivial one
+         * too), against 5-15 us for the next; that is the host's state after the bench's own
+         * work, not the plan's cost (docs/performance.md, "Twelfth session") */
+        CK(cudaMemsetAsync(d_off, 0, 4, 0)); /* offsets[0], 0 already */
         CK(cudaDeviceSynchronize());
     }
     double t0 = now_ms();
