@@ -12,6 +12,14 @@
 extern "C" {
 #endif
 
+/* ---- the current CUDA context ------------------------------------------------------ */
+
+/* The unique ID of the calling thread's current CUDA context (cuCtxGetId), or 0 where there is
+ * none or it cannot be had.  cudaDeviceReset ends a device's primary context, and the next
+ * one has a new ID: objects a cache keeps from the old context (pools, streams, events,
+ * allocations, kernel attributes) are gone and must not be used. */
+unsigned long long tc_context_id(void);
+
 /* ---- conversion -------------------------------------------------------------------- */
 
 /* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/metcf.h). */

@@ -147,6 +147,13 @@ static void tc_plan_free(struct tc_plan *p)
     int cur = -1;
     int other = cudaGetDevice(&cur) == cudaSuccess && p->device >= 0 && cur != p->device &&
                 cudaSetDevice(p->device) == cudaSuccess;
+    /* Built in a context that has ended since (cudaDeviceReset): its memory and events went
+     * with it, and their addresses may now be someone else's; they are forgotten. */
+    const unsigned long long ctx = tc_context_id();
+    if (p->context != 0 && ctx != 0 && ctx != p->context) {
+        memset(&p->dev, 0, sizeof p->dev);
+        p->explore.nev = 0;
+    }
     (void)cudaDeviceSynchronize();
     tc_dev_metcf_free(&p->dev); /* the schedule lives in the same allocation */
     for (int i = 0; i < p->explore.nev; i++) { /* route.c's samples, all complete now */
@@ -378,6 +385,7 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     if (p == NULL)
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
     p->device = h->device;
+    p->context = tc_context_id();
     p->owner = md;
     tc_convert_input in = {
         .format = d->format, .rows = d->rows, .cols = d->cols, .nnz = d->nnz,

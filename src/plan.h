@@ -60,6 +60,7 @@ struct tc_plan {
     tc_dev_metcf dev;
     tcsparseMetcfStats_t stats;
     int device;            /* CUDA device the arrays live on */
+    unsigned long long context; /* tc_context_id() when it was built (0: not known) */
     double convert_ms;     /* host wall time of the conversion, synchronisation included */
     /* balanced kernel: chunks of at most chunk_blocks blocks of one window */
     int32_t chunk_blocks;

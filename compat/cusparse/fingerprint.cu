@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "shim.h"
+#include "../../kernels/kernels.h"
 
 namespace {
 
@@ -41,10 +42,15 @@ extern "C" int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b,
     // One device word and one pinned host word per device, kept for the process: the
     // fingerprint is taken on every adoption of a kept plan, so it must not allocate.
     // The caller holds the interposer's lock.
+    // They are forgotten (not freed) when the device's context is a new one: cudaDeviceReset
+    // freed them, and the device address may since be another allocation.
     static unsigned long long *dword[64], *hword[64];
+    static unsigned long long context[64];
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
         goto fail;
+    if (dword[dev] != nullptr && tc_context_id() != context[dev])
+        dword[dev] = hword[dev] = nullptr;
     if (dword[dev] == nullptr) {
         if (cudaMalloc(&dword[dev], sizeof *dword[dev]) != cudaSuccess) {
             dword[dev] = nullptr;
@@ -55,6 +61,7 @@ extern "C" int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b,
             dword[dev] = hword[dev] = nullptr;
             goto fail;
         }
+        context[dev] = tc_context_id();
     }
     if (cudaMemsetAsync(dword[dev], 0, sizeof *dword[dev], stream) != cudaSuccess)
         goto fail;

@@ -6,10 +6,41 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include <cuda.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
 #include "convert_kernel.cuh"
+
+extern "C" unsigned long long tc_context_id(void)
+{
+    typedef CUresult (*get_current_fn)(CUcontext *);
+    typedef CUresult (*get_id_fn)(CUcontext, unsigned long long *);
+    static get_current_fn get_current;
+    static get_id_fn get_id;
+    static std::once_flag once;
+    std::call_once(once, [] {
+#if CUDART_VERSION >= 12050
+        void *f = nullptr, *g = nullptr;
+        cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
+        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &f, 12000, cudaEnableDefault,
+                                             &q1) == cudaSuccess &&
+            cudaGetDriverEntryPointByVersion("cuCtxGetId", &g, 12000, cudaEnableDefault, &q2) ==
+                cudaSuccess &&
+            q1 == cudaDriverEntryPointSuccess && q2 == cudaDriverEntryPointSuccess && f && g) {
+            get_current = reinterpret_cast<get_current_fn>(f);
+            get_id = reinterpret_cast<get_id_fn>(g);
+        }
+#endif
+        (void)cudaGetLastError();
+    });
+    CUcontext c = nullptr;
+    unsigned long long id = 0;
+    if (get_current == nullptr || get_current(&c) != CUDA_SUCCESS || c == nullptr ||
+        get_id(c, &id) != CUDA_SUCCESS)
+        return 0;
+    return id;
+}
 
 namespace {
 
@@ -260,6 +291,32 @@ struct SideFork {
 constexpr int kLocalMaxSmem = (int)(2 * sizeof(unsigned) * (tc::kLocalMaxCols / 32));
 int local_state[64]; // 0 not tried, 1 ready, -1 not possible
 
+// The context the per-device caches above were filled in (tc_context_id; 0: none seen).  When
+// the device's context is a new one (cudaDeviceReset ended the old), the caches are dropped:
+// the pool, the side streams and events and the kernels' shared-memory limit died with the
+// old context.  Their handles are forgotten, not destroyed (they are no longer valid).
+unsigned long long context_seen[64];
+
+void caches_follow_context()
+{
+    const int dev = pool_device();
+    const unsigned long long id = dev < 0 ? 0 : tc_context_id();
+    if (id == 0)
+        return;
+    std::lock_guard<std::mutex> g(pool_mu);
+    if (context_seen[dev] == id)
+        return;
+    if (context_seen[dev] != 0) {
+        pools[dev] = nullptr;
+        pool_tried[dev] = false;
+        pool_keep[dev] = 0;
+        local_state[dev] = 0;
+        std::lock_guard<std::mutex> h(side_mu);
+        side_free[dev].clear();
+    }
+    context_seen[dev] = id;
+}
+
 bool local_ready()
 {
     const int dev = pool_device();
@@ -364,6 +421,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     void *cub;
 
     *out = tc_dev_metcf{};
+    caches_follow_context();
     if (in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || nnz >= (1ll << 31)) {
         snprintf(err, errlen, "ME-TCF conversion on the GPU: %lld x %lld with %lld nonzeros "
                  "exceeds the int32 tensor-core plan", (long long)in->rows,

@@ -325,6 +325,93 @@ Test(gpu_spmm, uniform_odd_sizes)
     tc_csr_free(&m);
 }
 
+/* cudaDeviceReset ends the device's context and everything in it.  The library's per-device
+ * caches (the conversion's pool, its side streams and events, the long conversion kernels'
+ * raised shared-memory limit) must follow: a matrix of 2^18 columns needs that limit (a 64 KiB
+ * bitmap) and R-MAT windows are staged, before a reset and after each of two. */
+static const char *const reset_specs[] = {"uniform:3000:262144:40", "rmat:12:64"};
+
+static void reset_round(const tc_csr *m, int resets)
+{
+    for (int i = 0; i < 2; i++) {
+        spmm_case k = base_case(32);
+        k.route = i == 0 ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
+        char label[96];
+        snprintf(label, sizeof label, "%s, after %d resets", reset_specs[i], resets);
+        run_case(&m[i], &k, label);
+    }
+}
+
+Test(gpu_spmm, after_device_reset)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m[2];
+    for (int i = 0; i < 2; i++)
+        gen_or_fail(reset_specs[i], &m[i]);
+    for (int round = 0; round < 3; round++) {
+        if (round > 0)
+            cr_assert_eq(cudaDeviceReset(), cudaSuccess);
+        reset_round(m, round);
+    }
+    for (int i = 0; i < 2; i++)
+        tc_csr_free(&m[i]);
+}
+
+/* A plan built before a reset and its descriptor destroyed after it: the plan's memory went
+ * with the context, and destroying it must not free what is now another allocation (nor
+ * crash).  The plan's allocation is alive at the reset by design: compute-sanitizer's leak
+ * check reports it (run this test without --leak-check). */
+Test(gpu_spmm, plan_outliving_context)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m[2];
+    for (int i = 0; i < 2; i++)
+        gen_or_fail(reset_specs[i], &m[i]);
+    const tc_csr *a = &m[1];
+    int32_t *h_off = malloc(sizeof *h_off * (size_t)(a->rows + 1));
+    for (int64_t r = 0; r <= a->rows; r++)
+        h_off[r] = (int32_t)a->row_off[r];
+    float *h_val = calloc((size_t)a->nnz + 1, sizeof *h_val);
+    void *d_off = to_device(h_off, sizeof *h_off * (size_t)(a->rows + 1));
+    void *d_col = to_device(a->col, sizeof *a->col * (size_t)a->nnz);
+    void *d_val = to_device(h_val, sizeof *h_val * (size_t)a->nnz);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCreateCsr(&A, a->rows, a->cols, a->nnz, d_off, d_col, d_val,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
+                 TCSPARSE_STATUS_SUCCESS);
+    tcsparseMetcfStats_t st;
+    cr_assert_eq(tcsparseSpMatGetMetcfStats(h, A, &st), TCSPARSE_STATUS_SUCCESS, "%s",
+                 tcsparseGetLastErrorMessage());
+    cr_assert_eq(tcsparseDestroy(h), TCSPARSE_STATUS_SUCCESS);
+    cudaFree(d_off);
+    cudaFree(d_col);
+    cudaFree(d_val);
+    cr_assert_eq(cudaDeviceReset(), cudaSuccess);
+    /* new allocations, which may take the old addresses, then the old plan destroyed */
+    const size_t bytes = (size_t)64 << 20;
+    unsigned char *d_new = NULL;
+    cr_assert_eq(cudaMalloc((void **)&d_new, bytes), cudaSuccess);
+    cr_assert_eq(cudaMemset(d_new, 0x5a, bytes), cudaSuccess);
+    cr_assert_eq(tcsparseDestroySpMat(A), TCSPARSE_STATUS_SUCCESS);
+    unsigned char *back = malloc(bytes);
+    cr_assert_eq(cudaMemcpy(back, d_new, bytes, cudaMemcpyDeviceToHost), cudaSuccess,
+                 "a new allocation was lost after destroying a plan of the old context");
+    size_t bad = 0;
+    for (size_t i = 0; i < bytes; i++)
+        bad += back[i] != 0x5a;
+    cr_assert_eq(bad, 0, "%zu bytes of a new allocation changed", bad);
+    cudaFree(d_new);
+    free(back);
+    free(h_off);
+    free(h_val);
+    reset_round(m, 1); /* and the library works in the new context */
+    for (int i = 0; i < 2; i++)
+        tc_csr_free(&m[i]);
+}
+
 Test(gpu_spmm, banded_and_blocks)
 {
     TC_REQUIRE_GPU();
