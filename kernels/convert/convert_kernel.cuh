@@ -774,7 +774,9 @@ __global__ void __launch_bounds__(kSmallScanThreads)
     schedule_small(const int32_t *win_off, int32_t windows, int sm_count, int32_t force,
                    int64_t slots, tc_chunk *chunks, int32_t *split, summary *sum)
 {
-    using Scan = cub::BlockScan<unsigned long long, kSmallScanThreads>;
+    // warp scans: the default (raking) spilled at 1024 threads and 4 64-bit items a thread
+    using Scan =
+        cub::BlockScan<unsigned long long, kSmallScanThreads, cub::BLOCK_SCAN_WARP_SCANS>;
     __shared__ typename Scan::TempStorage tmp;
     __shared__ unsigned long long ps[kScheduleSmallMax], h[16], empty, maxb;
     if (threadIdx.x < 16)
@@ -787,6 +789,7 @@ __global__ void __launch_bounds__(kSmallScanThreads)
     const int32_t blocks = win_off[windows];
     const int32_t ch = chunk_len(blocks, sm_count, force);
     unsigned long long v[kSmallScanItems];
+    unsigned split_bits = 0; // item i's window is split (scanned in place below)
     const int32_t first = (int32_t)threadIdx.x * kSmallScanItems;
 #pragma unroll
     for (int i = 0; i < kSmallScanItems; i++) {
@@ -797,21 +800,21 @@ __global__ void __launch_bounds__(kSmallScanThreads)
             const unsigned long long c =
                 nb == 0 ? 1 : (unsigned long long)(((int64_t)nb + ch - 1) / ch);
             v[i] = c << 32 | (unsigned long long)(c > 1);
+            split_bits |= (unsigned)(c > 1) << i;
             atomicAdd(&h[tc_hist_bucket(nb)], 1ull);
             if (nb == 0)
                 atomicAdd(&empty, 1ull);
             atomicMax(&maxb, (unsigned long long)nb);
         }
     }
-    unsigned long long x[kSmallScanItems];
-    Scan(tmp).ExclusiveSum(v, x);
+    Scan(tmp).ExclusiveSum(v, v);
 #pragma unroll
     for (int i = 0; i < kSmallScanItems; i++) {
         const int32_t w = first + i;
         if (w <= windows)
-            ps[w] = x[i];
-        if (w < windows && (v[i] & 1ull))
-            split[x[i] & 0xffffffffull] = w;
+            ps[w] = v[i];
+        if ((split_bits >> i) & 1u)
+            split[v[i] & 0xffffffffull] = w;
     }
     __syncthreads();
     const int64_t nch = (int64_t)(ps[windows] >> 32);

@@ -119,6 +119,18 @@ cudaMemPool_t scratch_pool(size_t keep, cudaStream_t s)
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// Out of memory: the pool's unused memory (up to keep bytes, mapped in chunks that may be too
+// small for this request) is given back once, after the stream's earlier frees have run, and
+// the caller tries again.  True when it could be done.
+bool pool_trim(cudaMemPool_t p, cudaStream_t s)
+{
+    (void)cudaGetLastError();
+    const bool ok =
+        cudaStreamSynchronize(s) == cudaSuccess && cudaMemPoolTrimTo(p, 0) == cudaSuccess;
+    (void)cudaGetLastError();
+    return ok;
+}
+
 // A pool that failed an allocation for another reason than memory (a stale handle after
 // cudaDeviceReset, for one) is looked up again on the next conversion.
 void scratch_pool_forget()
@@ -144,6 +156,8 @@ struct Scratch {
         cudaMemPool_t p = scratch_pool(keep, s);
         if (p != nullptr) {
             cudaError_t e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), bytes, p, s);
+            if (e == cudaErrorMemoryAllocation && pool_trim(p, s))
+                e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), bytes, p, s);
             if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
                 return e;
             (void)cudaGetLastError();
@@ -494,6 +508,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         cudaError_t e = cudaErrorMemoryAllocation;
         if (cudaMemPool_t p = scratch_pool(xo->keep_scratch, s)) {
             e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), dev_bytes, p, s);
+            if (e == cudaErrorMemoryAllocation && pool_trim(p, s))
+                e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), dev_bytes, p, s);
             if (e != cudaSuccess) {
                 (void)cudaGetLastError();
                 base = nullptr;
@@ -516,7 +532,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // The window offsets from the block counts: one thread block when windows are few (the
     // counts' slot `windows` is then not read), else CUB.
     const bool small_scan = (int64_t)windows + 1 <= kSmallScanMax;
-    const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax; // schedule_small
+    // schedule_small: few windows, and chunk slots few enough for one thread block to write
+    // (a forced chunk length of 1 on 4095 windows of many blocks would not be)
+    const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax && slots <= (1 << 18);
     auto window_offsets = [&]() -> cudaError_t {
         if (!small_scan)
             return cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s);
@@ -553,7 +571,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         cub_bytes = cub_bytes > d ? cub_bytes : d;
         const size_t n = local ? 0 : (size_t)nnz, w1 = (size_t)windows + 1;
         const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
-                             2 * align16(4 * w1) + 3 * align16(8 * w1) + align16(sizeof(summary)) +
+                             2 * align16(4 * w1) + (small_sched ? 1 : 3) * align16(8 * w1) +
+                             align16(sizeof(summary)) +
                              align16(cub_bytes) + 16;
         TC_CU(x.alloc(total, xo->keep_scratch), "allocating scratch");
         k0 = x.take<unsigned long long>(8 * n);

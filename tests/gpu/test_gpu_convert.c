@@ -271,6 +271,8 @@ Test(gpu_convert, empty_and_tiny)
     int64_t off0[6] = {0, 0, 0, 0, 0, 0};
     tc_csr e = {.rows = 5, .cols = 3, .nnz = 0, .row_off = off0};
     all_variants(&e, "5x3 empty");
+    tc_csr z = {.rows = 0, .cols = 3, .nnz = 0, .row_off = off0}; /* no window at all */
+    all_variants(&z, "0x3");
     int64_t off1[2] = {0, 3};
     int32_t col1[3] = {0, 4, 9};
     double v1[3] = {1, 2, 3};
