@@ -182,17 +182,25 @@ static void tc_shim_report(const char *kind, const char *file, int line, const c
 #define cr_log_warn(...) (fprintf(stderr, "[WARN] " __VA_ARGS__), fputc('\n', stderr))
 
 /* A test is selected by an argument equal to "suite/name", or to "suite/" for a whole suite. */
+/* Arguments name tests to run, "suite/name" or "suite/" for a whole suite; "!suite/name"
+ * leaves one out.  With no test named, every test not left out runs. */
 static int tc_shim_selected(const tc_shim_test *t, int argc, char **argv, int first)
 {
-    if (first >= argc)
-        return 1;
+    int named = 0, hit = 0;
     for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const int out = a[0] == '!';
+        a += out;
+        named += !out;
         const size_t ls = strlen(t->suite);
-        if (strncmp(argv[i], t->suite, ls) == 0 && argv[i][ls] == '/' &&
-            (argv[i][ls + 1] == '\0' || strcmp(argv[i] + ls + 1, t->name) == 0))
-            return 1;
+        if (strncmp(a, t->suite, ls) == 0 && a[ls] == '/' &&
+            (a[ls + 1] == '\0' || strcmp(a + ls + 1, t->name) == 0)) {
+            if (out)
+                return 0;
+            hit = 1;
+        }
     }
-    return 0;
+    return named == 0 || hit;
 }
 
 /* The TCSPARSE_* variables a test sets stay its own: they are put back after each test (a
