@@ -314,7 +314,14 @@ unsigned long long context_seen[64];
 void caches_follow_context()
 {
     const int dev = pool_device();
-    const unsigned long long id = dev < 0 ? 0 : tc_context_id();
+    if (dev < 0)
+        return;
+    unsigned long long id = tc_context_id();
+    if (id == 0) { // none current on this thread yet: this makes the device's primary one current
+        (void)cudaFree(nullptr);
+        (void)cudaGetLastError();
+        id = tc_context_id();
+    }
     if (id == 0)
         return;
     std::lock_guard<std::mutex> g(pool_mu);
