@@ -21,9 +21,3 @@ void tc_dev_metcf_free(tc_dev_metcf *m)
     fprintf(stderr, "fuzz stub: tc_dev_metcf_free called\n");
     abort();
 }
-
-unsigned long long tc_context_id(void)
-{
-    fprintf(stderr, "fuzz stub: tc_context_id called\n");
-    abort();
-}

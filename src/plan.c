@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include "error.h"
 #include "fallback.h"
@@ -242,6 +243,51 @@ void tc_spmat_unlock(const struct tcsparseSpMatDescr *d)
     pthread_mutex_unlock(&((struct tcsparseSpMatDescr *)d)->mu);
 }
 
+/* ---- driver functions through the runtime (no -lcuda) ------------------------------------- */
+/* The CUDA 12.0 form of driver function `symbol`, or NULL where it cannot be had. */
+static void *tc_driver_entry(const char *symbol)
+{
+    void *f = NULL;
+#if CUDART_VERSION >= 12050
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(symbol, &f, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        f = NULL;
+#else
+    (void)symbol;
+#endif
+    (void)cudaGetLastError();
+    return f;
+}
+
+/* ---- the current CUDA context (kernels.h) ------------------------------------------------- */
+typedef CUresult (*tc_ctx_current_fn)(CUcontext *);
+typedef CUresult (*tc_ctx_id_fn)(CUcontext, unsigned long long *);
+static pthread_once_t tc_ctx_once = PTHREAD_ONCE_INIT;
+static tc_ctx_current_fn tc_ctx_current;
+static tc_ctx_id_fn tc_ctx_id;
+
+static void tc_ctx_init(void)
+{
+    void *f = tc_driver_entry("cuCtxGetCurrent"), *g = tc_driver_entry("cuCtxGetId");
+    if (f != NULL && g != NULL) {
+        memcpy(&tc_ctx_current, &f, sizeof f);
+        memcpy(&tc_ctx_id, &g, sizeof g);
+    }
+}
+
+unsigned long long tc_context_id(void)
+{
+    pthread_once(&tc_ctx_once, tc_ctx_init);
+    CUcontext c = NULL;
+    unsigned long long id = 0;
+    if (tc_ctx_current == NULL || tc_ctx_current(&c) != CUDA_SUCCESS || c == NULL ||
+        tc_ctx_id(c, &id) != CUDA_SUCCESS)
+        return 0;
+    return id;
+}
+
 /* ---- room left in a device buffer (plan.h) ------------------------------------------------ */
 typedef int (*tc_get_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
 static pthread_once_t tc_range_once = PTHREAD_ONCE_INIT;
@@ -252,15 +298,9 @@ static void tc_range_init(void)
     const char *e = getenv("TCSPARSE_CHECK_BUFFER");
     if (e != NULL && strcmp(e, "0") == 0)
         return;
-#if CUDART_VERSION >= 12050
-    void *f = NULL;
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess && f != NULL)
+    void *f = tc_driver_entry("cuMemGetAddressRange");
+    if (f != NULL)
         memcpy(&tc_get_range, &f, sizeof f);
-#endif
-    (void)cudaGetLastError();
 }
 
 int tc_device_room(const void *p, size_t *room)

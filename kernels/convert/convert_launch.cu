@@ -6,41 +6,10 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-#include <cuda.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
 #include "convert_kernel.cuh"
-
-extern "C" unsigned long long tc_context_id(void)
-{
-    typedef CUresult (*get_current_fn)(CUcontext *);
-    typedef CUresult (*get_id_fn)(CUcontext, unsigned long long *);
-    static get_current_fn get_current;
-    static get_id_fn get_id;
-    static std::once_flag once;
-    std::call_once(once, [] {
-#if CUDART_VERSION >= 12050
-        void *f = nullptr, *g = nullptr;
-        cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
-        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &f, 12000, cudaEnableDefault,
-                                             &q1) == cudaSuccess &&
-            cudaGetDriverEntryPointByVersion("cuCtxGetId", &g, 12000, cudaEnableDefault, &q2) ==
-                cudaSuccess &&
-            q1 == cudaDriverEntryPointSuccess && q2 == cudaDriverEntryPointSuccess && f && g) {
-            get_current = reinterpret_cast<get_current_fn>(f);
-            get_id = reinterpret_cast<get_id_fn>(g);
-        }
-#endif
-        (void)cudaGetLastError();
-    });
-    CUcontext c = nullptr;
-    unsigned long long id = 0;
-    if (get_current == nullptr || get_current(&c) != CUDA_SUCCESS || c == nullptr ||
-        get_id(c, &id) != CUDA_SUCCESS)
-        return 0;
-    return id;
-}
 
 namespace {
 
