@@ -65,20 +65,23 @@ __device__ __forceinline__ TileT<P> tile_value(typename P::T v)
         return static_cast<TileT<P>>(v);
 }
 
-template <class P, int J>
+// R: 16-row MMA tiles a block holds (1: the 16-row windows of ME-TCF; 2: 32-row windows, whose
+// blocks are two tiles over the same 8 rows of B, blk_pos = row * 8 + col still one byte).
+template <class P, int J, int R = 1>
 struct PipeShape {
     static constexpr int kVec = Shape<P, J>::kRowBytes / 16; // 16-byte pieces of a lane's row
     static constexpr int kRowStride = kVec * 32 * 16;        // one B row's pieces, all lanes
     static constexpr int kSlotBytes = 2 * kRowStride;        // one block of B for one warp
-    static constexpr int kTileBytes = kWinRows * kBlkCols * (int)sizeof(TileT<P>);
+    static constexpr int kTileElems = R * kWinRows * kBlkCols; // one block's A tile(s)
+    static constexpr int kTileBytes = kTileElems * (int)sizeof(TileT<P>);
     static constexpr int kTileStageBytes = kStage * kTileBytes;
 };
 
 // Dynamic shared memory: the warps' rings, the A tile buffers, the metadata slots.
-template <class P, int J>
+template <class P, int J, int R = 1>
 constexpr int pipe_smem_bytes(int warps, int S)
 {
-    using PS = PipeShape<P, J>;
+    using PS = PipeShape<P, J, R>;
     return warps * S * PS::kSlotBytes + kTileBufs * PS::kTileStageBytes +
            kMetaSlots * kMetaInts * 4;
 }
@@ -130,7 +133,7 @@ __device__ __forceinline__ void zero_tiles(char *buf, int bytes)
 // (TF32: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); 16-bit: (g, 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1), i.e. the two packed registers).
 template <class P>
-__device__ __forceinline__ int frag_index(int pos)
+__device__ __forceinline__ int frag_index16(int pos)
 {
     const int r = pos >> 3, c = pos & 7;
     const int g = r & 7, hi = r >> 3;
@@ -138,6 +141,16 @@ __device__ __forceinline__ int frag_index(int pos)
         return ((g * 4 + (c >> 1)) << 2) + 2 * hi + (c & 1);
     else
         return ((g * 4 + (c & 3)) << 2) + hi + 2 * (c >> 2);
+}
+
+// The same for a block of R tiles: rows 16h .. 16h + 15 are tile h, kept after tile h - 1.
+template <class P, int R>
+__device__ __forceinline__ int frag_index(int pos)
+{
+    if constexpr (R == 1)
+        return frag_index16<P>(pos);
+    else
+        return (pos >> 7) * (kWinRows * kBlkCols) + frag_index16<P>(pos & 127);
 }
 
 // The thread's first kPipeNz nonzeros of a stage: value index (-1: none) and position.
@@ -183,7 +196,7 @@ __device__ __forceinline__ int block_of(const int32_t *off, int nbs, int32_t e)
 
 // A stage's nonzeros into its (zeroed) tile buffer: the prefetched ones from registers, the
 // rest loaded here.
-template <class P>
+template <class P, int R>
 __device__ __forceinline__ void scatter(TileT<P> *tiles, const SpmmParams &p,
                                         const int32_t *meta, int nbs, const NzBatch &z,
                                         const typename P::T (&v)[kPipeNz])
@@ -197,13 +210,14 @@ __device__ __forceinline__ void scatter(TileT<P> *tiles, const SpmmParams &p,
         if (z.idx[r] >= 0) {
             const int32_t e = e0 + (int32_t)threadIdx.x + r * nt;
             const int pos = (int)((z.pos >> (8 * r)) & 0xffu);
-            tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(pos)] =
+            tiles[block_of(off, nbs, e) * (R * kWinRows * kBlkCols) + frag_index<P, R>(pos)] =
                 tile_value<P>(v[r]);
         }
     }
     for (int32_t e = e0 + (int32_t)threadIdx.x + kPipeNz * nt; e < e1; e += nt) {
         const T val = static_cast<const T *>(p.a_val)[__ldg(&p.val_idx[e])];
-        tiles[block_of(off, nbs, e) * (kWinRows * kBlkCols) + frag_index<P>(__ldg(&p.blk_pos[e]))] =
+        tiles[block_of(off, nbs, e) * (R * kWinRows * kBlkCols) +
+              frag_index<P, R>(__ldg(&p.blk_pos[e]))] =
             tile_value<P>(val);
     }
 }
@@ -387,13 +401,14 @@ __device__ __forceinline__ void mma_block(float (&acc)[J][4], const AFrag &a,
 // ---- the kernel ----------------------------------------------------------------------------
 
 // Dynamic shared memory: pipe_smem_bytes<P, J>(warps, S).
-template <class P, class CT, int J, bool kBalanced, int S>
-__global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
+template <class P, class CT, int J, bool kBalanced, int S, int R = 1>
+__global__ void __launch_bounds__(kMaxCtaWarps * 32, R == 1 ? PipeMinBlocks<P, J>::value : 0)
     spmm_pipe_kernel(const SpmmParams p)
 {
     static_assert(S >= 2 && S <= kStage, "ring depth out of range (see kPipeStages)");
+    static_assert(R == 1 || R == 2, "a block holds one or two 16-row tiles");
     using T = typename P::T;
-    using PS = PipeShape<P, J>;
+    using PS = PipeShape<P, J, R>;
     using S_ = Shape<P, J>;
     extern __shared__ __align__(16) char smem[];
     const int tid = threadIdx.x, nthreads = blockDim.x;
@@ -413,14 +428,18 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
     work_item<kBalanced>(p, win, b, b_end, atomic);
     const int nb = b_end - b;
 
-    float acc[J][4];
-    zero_acc(acc);
+    float acc[R][J][4];
+#pragma unroll
+    for (int h = 0; h < R; ++h)
+        zero_acc(acc[h]);
     // 3xTF32: the other kernel's flush of the tensor-core accumulators into a round-to-nearest
     // FP32 sum after every stage of kStage blocks (see there), at the same block boundaries.
     constexpr bool kFlushes = P::kSplit;
-    float total[kFlushes ? J : 1][4];
+    float total[R][kFlushes ? J : 1][4];
     if constexpr (kFlushes)
-        zero_acc(total);
+#pragma unroll
+        for (int h = 0; h < R; ++h)
+            zero_acc(total[h]);
 
     if (nb > 0) { // uniform over the thread block: every barrier below is reached by all
         const int nstages = (nb + kStage - 1) / kStage;
@@ -449,7 +468,7 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
             load_nz(zb, p, meta_of(1), stage_blocks(nb, 1));
         else
             zb = za; // unused
-        scatter<P>(tiles(0), p, meta_of(0), stage_blocks(nb, 0), za, v);
+        scatter<P, R>(tiles(0), p, meta_of(0), stage_blocks(nb, 0), za, v);
         za = zb;
 
         int rslot = 0;
@@ -484,20 +503,30 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, PipeMinBlocks<P, J>::value)
                 T b0[J], b1[J];
                 read_row<T, J>(b0, cur, g, t);
                 read_row<T, J>(b1, cur + PS::kRowStride, g, t);
-                const AFrag a = load_frag<P>(tm + k * (kWinRows * kBlkCols), lane);
+                AFrag a[R];
+#pragma unroll
+                for (int h = 0; h < R; ++h)
+                    a[h] = load_frag<P>(tm + k * PS::kTileElems + h * (kWinRows * kBlkCols), lane);
                 issue<P, J, S>(is, ring, meta, p, nb, rl);
                 cp_async_commit();
-                mma_block<P, J>(acc, a, b0, b1);
+#pragma unroll
+                for (int h = 0; h < R; ++h)
+                    mma_block<P, J>(acc[h], a[h], b0, b1);
                 rslot = rslot + 1 == S ? 0 : rslot + 1;
             }
             if constexpr (kFlushes)
-                flush_acc(total, acc);
+#pragma unroll
+                for (int h = 0; h < R; ++h)
+                    flush_acc(total[h], acc[h]);
             if (m + 1 < nstages) // into the buffer zeroed during stage m - 1 (or the prologue)
-                scatter<P>(tiles(m + 1), p, meta_of(m + 1), stage_blocks(nb, m + 1), za, v);
+                scatter<P, R>(tiles(m + 1), p, meta_of(m + 1), stage_blocks(nb, m + 1), za, v);
             za = zb;
         }
     }
-    store_window<CT, J, kFlushes>(p, acc, total, win, n0, g, t, atomic);
+    // tile h of window win is the 16-row window R * win + h
+#pragma unroll
+    for (int h = 0; h < R; ++h)
+        store_window<CT, J, kFlushes>(p, acc[h], total[h], R * win + h, n0, g, t, atomic);
 }
 } // namespace spmm
 } // namespace tc
