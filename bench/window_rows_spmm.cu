@@ -4,12 +4,13 @@
 // fewer rows of B a block of 8 distinct columns gathers when its window is 32 rows tall (two
 // 16 x 8 MMA tiles over the same 8 B rows).  This program measures it: for each input it builds
 // both ME-TCF forms here on the host, uploads them, and times the library's pipelined kernel
-// (spmm_pipe_kernel, TF32, J = 4, 3-slot ring: the default at N = 128) with R = 1 and R = 2
-// tiles a block, base (one thread block a window) and balanced (chunks of the conversion's
-// default length for the device's SMs), next to cuSPARSE ALG_DEFAULT, all in one process: CUDA
-// events, 3 warm-up runs, median of the rest.  The balanced kernel's time includes a pass that
-// zeroes its split windows' rows (the library's beta pass with beta = 0); its chunks are the
-// same number of blocks for both plans, so a 32-row chunk holds about twice the MMAs.
+// (spmm_pipe_kernel, TF32, J = 4, 3-slot ring: the default for TF32; warps a thread block as
+// the library sets them) with R = 1 and R = 2 tiles a block, base (one thread block a window)
+// and balanced (chunks of the conversion's default length for the device's SMs), next to
+// cuSPARSE ALG_DEFAULT, all in one process: CUDA events, 3 warm-up runs, median of the rest.
+// The balanced kernel's time includes a pass that zeroes its split windows' rows (the
+// library's beta pass with beta = 0); its chunks are the same number of blocks for both
+// plans, so a 32-row chunk holds about twice the MMAs.
 // Every kernel's output is checked against a CPU reference in double (C poisoned with NaN
 // first, so every element must be written): the run fails on a non-finite element, on an
 // element whose error passes 4e-3 times the sum of |a||b| of its products (TF32 rounds each
@@ -198,10 +199,14 @@ float time_kernel(const Problem &pr, const Plan &h, double *relerr)
     p.beta = 0.0f;
     p.chunks = kBalanced ? chunks : nullptr;
     p.items = kBalanced ? (int32_t)h.chunks.size() : h.windows();
+    // warps a thread block as the library's launcher sets them (cta_warps): enough for N, at
+    // most 4
     constexpr int kJ = 4, kS = 3, kWarps = tc::kMaxCtaWarps;
-    p.n_slices = (int32_t)((pr.N + 8 * kJ * kWarps - 1) / (8 * kJ * kWarps));
+    const int64_t want = (pr.N + 8 * kJ - 1) / (8 * kJ);
+    const int warps = want < kWarps ? (int)want : kWarps;
+    p.n_slices = (int32_t)((pr.N + 8 * kJ * warps - 1) / (8 * kJ * warps));
     p.b_vec = p.c_vec = pr.N % 4 == 0; // cudaMalloc'ed: aligned when rows are 16 bytes
-    const int smem = tc::spmm::pipe_smem_bytes<Tf32, kJ, R>(kWarps, kS);
+    const int smem = tc::spmm::pipe_smem_bytes<Tf32, kJ, R>(warps, kS);
     static_assert(tc::spmm::pipe_smem_bytes<Tf32, kJ, R>(kWarps, kS) <= 48 * 1024,
                   "launched without the shared-memory opt-in");
     auto kernel = tc::spmm::spmm_pipe_kernel<Tf32, float, kJ, kBalanced, kS, R>;
@@ -216,7 +221,7 @@ float time_kernel(const Problem &pr, const Plan &h, double *relerr)
         if (kBalanced && nsplit > 0)
             zero_windows<<<1024, 256>>>(pr.dC, pr.N, pr.m->rows, h.rows, split, nsplit);
         if (p.items > 0 && p.n_slices > 0)
-            kernel<<<dim3((unsigned)p.items, (unsigned)p.n_slices), kWarps * 32, smem>>>(p);
+            kernel<<<dim3((unsigned)p.items, (unsigned)p.n_slices), warps * 32, smem>>>(p);
         cuda_ok(cudaGetLastError(), "launch");
         cuda_ok(cudaEventRecord(b), "event");
         cuda_ok(cudaEventSynchronize(b), "kernel");
