@@ -311,7 +311,8 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
     __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
     // long windows: bitmap, then prefix counts (wmax words each), then (placing, stage_cap > 0)
-    // the staged value indices (stage_cap words) and positions (stage_cap bytes)
+    // the staged value indices (stage_cap words; first the condensed columns) and positions
+    // (stage_cap bytes)
     extern __shared__ unsigned smem[];
     const int t = threadIdx.x;
     const int32_t w = blockIdx.x;
@@ -517,13 +518,21 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
             atomicOr(flags, kBadOffsets);
         return;
     }
-    for (int i = w0, lc = first; i < w1; i++) { // condensed columns and their prefix counts
+    // The condensed columns and their prefix counts.  A thread writes the columns of its run of
+    // words, so a warp's stores are 32 runs apart: written straight to the plan, each touched a
+    // sector of its own (ogbl-ddi's placing pass: 49% of its global sectors were excess).  When
+    // they fit the staging area (free until the nonzeros are staged, below) they go there and
+    // are copied out in order after the next barrier.
+    int32_t *sval = reinterpret_cast<int32_t *>(smem + 2 * wmax);
+    const bool cols_staged = nb * 8 <= stage_cap; // uniform over the block
+    int32_t *cdst = cols_staged ? sval : blk_col + (int64_t)wo * 8;
+    for (int i = w0, lc = first; i < w1; i++) {
         pref[i] = lc;
         for (unsigned bits = bm[i]; bits != 0; bits &= bits - 1, lc++)
-            blk_col[((int64_t)wo + lc / 8) * 8 + lc % 8] = cmin + 32 * i + __ffs(bits) - 1;
+            cdst[lc] = cmin + 32 * i + __ffs(bits) - 1;
     }
     if (t < nb * 8 - d)
-        blk_col[(int64_t)wo * 8 + d + t] = -1;
+        cdst[d + t] = -1;
     // occupancy in shared memory when the window's blocks fit, else in the scratch
     const bool in_smem = nb <= kLocalOccBlocks;
     uint4 *o4 = in_smem ? so : reinterpret_cast<uint4 *>(occ) + wo;
@@ -532,6 +541,9 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     if (t == 0)
         sh_bad = 0;
     __syncthreads();
+    if (cols_staged) // read before the barrier after the occupancy pass; staging comes after it
+        for (int i = t; i < nb * 8; i += NT)
+            blk_col[(int64_t)wo * 8 + i] = sval[i];
     auto place = [&](int64_t j, int &lb, int &pos) -> bool {
         const int64_t c = ld_any(idx, idx64, j) - base;
         if (c < 0 || c >= cols)
@@ -580,7 +592,6 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     // straight to global memory.  (On ogbl-ddi, 63% of the pass's global sectors were the
     // scattered writes' excess.)
     const bool staged = e - s <= (int64_t)stage_cap; // uniform over the block
-    int32_t *sval = reinterpret_cast<int32_t *>(smem + 2 * wmax);
     uint8_t *spos = reinterpret_cast<uint8_t *>(sval + stage_cap);
     for (int64_t j = s + t; j < e; j += NT) {
         int lb, pos;
