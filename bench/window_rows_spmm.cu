@@ -137,6 +137,31 @@ float median(std::vector<float> v)
     return v[v.size() / 2];
 }
 
+// Median time of run() between two events over reps runs, after 3 warm-up runs; before() runs
+// ahead of each, outside the events.
+template <class Before, class Run>
+float time_median(int reps, Before before, Run run)
+{
+    cudaEvent_t a, b;
+    cuda_ok(cudaEventCreate(&a), "event");
+    cuda_ok(cudaEventCreate(&b), "event");
+    std::vector<float> t;
+    for (int it = 0; it < reps + 3; ++it) {
+        before();
+        cuda_ok(cudaEventRecord(a), "event");
+        run();
+        cuda_ok(cudaEventRecord(b), "event");
+        cuda_ok(cudaEventSynchronize(b), "timed run");
+        float ms = 0;
+        cuda_ok(cudaEventElapsedTime(&ms, a, b), "event time");
+        if (it >= 3)
+            t.push_back(ms);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return median(t);
+}
+
 struct Problem {
     const tc_csr *m;
     int64_t N;
@@ -210,32 +235,23 @@ float time_kernel(const Problem &pr, const Plan &h, double *relerr)
     static_assert(tc::spmm::pipe_smem_bytes<Tf32, kJ, R>(kWarps, kS) <= 48 * 1024,
                   "launched without the shared-memory opt-in");
     auto kernel = tc::spmm::spmm_pipe_kernel<Tf32, float, kJ, kBalanced, kS, R>;
-    cudaEvent_t a, b;
-    cuda_ok(cudaEventCreate(&a), "event");
-    cuda_ok(cudaEventCreate(&b), "event");
-    std::vector<float> t;
-    for (int it = 0; it < pr.reps + 3; ++it) {
-        cuda_ok(cudaMemsetAsync(pr.dC, 0xff, (size_t)(pr.m->rows * pr.N) * sizeof(float)),
-                "poison");
-        cuda_ok(cudaEventRecord(a), "event");
-        if (kBalanced && nsplit > 0)
-            zero_windows<<<1024, 256>>>(pr.dC, pr.N, pr.m->rows, h.rows, split, nsplit);
-        if (p.items > 0 && p.n_slices > 0)
-            kernel<<<dim3((unsigned)p.items, (unsigned)p.n_slices), warps * 32, smem>>>(p);
-        cuda_ok(cudaGetLastError(), "launch");
-        cuda_ok(cudaEventRecord(b), "event");
-        cuda_ok(cudaEventSynchronize(b), "kernel");
-        float ms = 0;
-        cuda_ok(cudaEventElapsedTime(&ms, a, b), "event time");
-        if (it >= 3)
-            t.push_back(ms);
-    }
+    const float ms = time_median(
+        pr.reps,
+        [&] {
+            cuda_ok(cudaMemsetAsync(pr.dC, 0xff, (size_t)(pr.m->rows * pr.N) * sizeof(float)),
+                    "poison");
+        },
+        [&] {
+            if (kBalanced && nsplit > 0)
+                zero_windows<<<1024, 256>>>(pr.dC, pr.N, pr.m->rows, h.rows, split, nsplit);
+            if (p.items > 0 && p.n_slices > 0)
+                kernel<<<dim3((unsigned)p.items, (unsigned)p.n_slices), warps * 32, smem>>>(p);
+            cuda_ok(cudaGetLastError(), "launch");
+        });
     *relerr = check(pr);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
     cudaFree(win_off); cudaFree(blk_off); cudaFree(blk_col); cudaFree(val_idx);
     cudaFree(blk_pos); cudaFree(chunks); cudaFree(split);
-    return median(t);
+    return ms;
 }
 
 float time_cusparse(const Problem &pr, cusparseHandle_t hs)
@@ -260,28 +276,15 @@ float time_cusparse(const Problem &pr, cusparseHandle_t hs)
                                       CUSPARSE_SPMM_ALG_DEFAULT, &bytes), "bufferSize");
     void *buf = nullptr;
     cuda_ok(cudaMalloc(&buf, bytes + 16), "cudaMalloc");
-    cudaEvent_t e0, e1;
-    cuda_ok(cudaEventCreate(&e0), "event");
-    cuda_ok(cudaEventCreate(&e1), "event");
-    std::vector<float> t;
-    for (int it = 0; it < pr.reps + 3; ++it) {
-        cuda_ok(cudaEventRecord(e0), "event");
+    const float ms = time_median(pr.reps, [] {}, [&] {
         sparse_ok(cusparseSpMM(hs, op, op, &alpha, a, b, &beta, c, CUDA_R_32F,
                                CUSPARSE_SPMM_ALG_DEFAULT, buf), "cusparseSpMM");
-        cuda_ok(cudaEventRecord(e1), "event");
-        cuda_ok(cudaEventSynchronize(e1), "cusparseSpMM");
-        float ms = 0;
-        cuda_ok(cudaEventElapsedTime(&ms, e0, e1), "event time");
-        if (it >= 3)
-            t.push_back(ms);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    });
     cusparseDestroySpMat(a);
     cusparseDestroyDnMat(b);
     cusparseDestroyDnMat(c);
     cudaFree(buf); cudaFree(d_ro); cudaFree(d_ci);
-    return median(t);
+    return ms;
 }
 
 } // namespace
