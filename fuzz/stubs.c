@@ -21,3 +21,10 @@ void tc_dev_metcf_free(tc_dev_metcf *m)
     fprintf(stderr, "fuzz stub: tc_dev_metcf_free called\n");
     abort();
 }
+
+int tc_convert_can_order(const tc_convert_input *in, const tc_convert_extra *x, int always)
+{
+    (void)in, (void)x, (void)always;
+    fprintf(stderr, "fuzz stub: tc_convert_can_order called\n");
+    abort();
+}

@@ -72,8 +72,12 @@ typedef struct {
      * other fields are zero. */
     int32_t reorder_mode;        /**< tcsparseReorder_t in effect (OFF, AUTO or ALWAYS) */
     int32_t reorder_ordering;    /**< tcsparseOrdering_t kept; 0 = caller's order */
-    double reorder_ms;           /**< host time spent choosing (copy, orderings, counts) */
-    double reorder_nnz_per_block_before; /**< nonzeros per block in the caller's order */
+    double reorder_ms;           /**< host time spent choosing (copy, orderings, counts); 0
+                                  *   when first-col alone is ordered on the GPU, inside the
+                                  *   conversion (docs/reorder.md) */
+    double reorder_nnz_per_block_before; /**< nonzeros per block in the caller's order; 0
+                                          *   when not counted (first-col on the GPU for
+                                          *   more than 2^18 columns, docs/reorder.md) */
     double reorder_nnz_per_block_after;  /**< with the ordering kept */
 } tcsparseMetcfStats_t;
 

@@ -33,7 +33,14 @@ typedef struct {
     /* device, rows entries, or NULL: the window position of each row (a permutation; row r
      * becomes row row_new[r] of the plan, which then keeps win_row) */
     const int32_t *row_new;
+    /* TC_GPU_ORDER_FIRST_COL: the rows ordered first-col (docs/reorder.md) on the GPU, for
+     * CSR without row_new (tc_convert_can_order; tc_convert_extra::gpu_ordered says whether
+     * the plan took the order); 0: the rows as they are */
+    int gpu_order;
+    double gpu_order_min_gain; /* keep that order only with at least this fraction fewer
+                                * blocks (< 0: always) */
 } tc_convert_input;
+#define TC_GPU_ORDER_FIRST_COL 1
 
 /* ME-TCF in device memory (int32 arrays: rows, cols and nnz below 2^31). */
 typedef struct {
@@ -49,6 +56,7 @@ typedef struct {
                          * window row, -1 past the last row; kernels read and write row
                          * win_row[w*16+i] instead of w*16+i */
     int pooled;         /* win_off's allocation came from the conversion's memory pool */
+    int win_row_inside; /* win_row is part of win_off's allocation (rows ordered on the GPU) */
 } tc_dev_metcf;
 
 /* One unit of work of the balanced kernel: blocks [begin, end) of window win; split != 0
@@ -71,6 +79,10 @@ typedef struct {
                                * (TCSPARSE_CONVERT_SORT=1; the tests compare both) */
     /* out */
     int used_local;           /* the window-local path ran (else the sort) */
+    int gpu_ordered;          /* the rows were ordered on the GPU (in->gpu_order taken and
+                               * the order kept): the plan has win_row */
+    long long blocks_unordered; /* with in->gpu_order on the window-local path: the blocks of
+                                 * the caller's order (else 0: not counted) */
     int64_t empty_windows, max_blocks_per_window;
     int64_t hist[16];         /* tcsparseMetcfStats_t's blocks_per_window_hist */
     int32_t chunk_blocks, nchunks, nsplit;
@@ -91,6 +103,11 @@ tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
                                 tc_convert_extra *x, cudaStream_t stream, char *err,
                                 size_t errlen);
 void tc_dev_metcf_free(tc_dev_metcf *m);
+/* Whether tc_convert_gpu orders the rows itself for in->gpu_order: CSR without row_new, and
+ * either the window-local path (at most 2^18 columns, the sort not forced: the order is
+ * counted against the caller's and kept or not) or always != 0 (the order always taken;
+ * through the sort for wider matrices, where the caller's order is not counted). */
+int tc_convert_can_order(const tc_convert_input *in, const tc_convert_extra *x, int always);
 
 /* ---- conversion with row reordering (host code: src/reorder.c, docs/reorder.md) ---- */
 

@@ -892,6 +892,23 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
         in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || in->nnz >= (1ll << 31))
         return tc_convert_gpu(in, out, x, stream, err, errlen);
 
+    /* first-col alone, CSR: ordered on the GPU inside the conversion (the same permutation as
+     * the host's, docs/reorder.md); counted against the caller's order and kept or not on the
+     * window-local path, always kept (not counted) through the sort */
+    const int always = info->mode == TCSPARSE_REORDER_ALWAYS;
+    if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in, x, always)) {
+        tc_convert_input gin = *in;
+        gin.gpu_order = TC_GPU_ORDER_FIRST_COL;
+        gin.gpu_order_min_gain = always ? -1.0 : min_gain();
+        tcsparseStatus_t st = tc_convert_gpu(&gin, out, x, stream, err, errlen);
+        /* info->ms stays 0: no host time apart from the conversion's */
+        if (st == TCSPARSE_STATUS_SUCCESS) {
+            info->blocks_before = x->blocks_unordered; /* 0: not counted */
+            info->blocks_after = out->blocks;
+            info->ordering = x->gpu_ordered ? TC_ORD_FIRST_COL : TC_ORD_IDENTITY;
+        }
+        return st;
+    }
     const double t0 = now_ms();
     int64_t *ro = NULL;
     int32_t *col = NULL, *order = NULL, *row_new = NULL, *d_row_new = NULL;
@@ -939,8 +956,8 @@ void tc_reorder_plan_done(struct tc_plan *p, const tc_reorder_info *info)
     s->reorder_mode = info->mode;
     s->reorder_ordering = info->ordering;
     s->reorder_ms = info->ms;
-    if (info->blocks_before > 0) {
+    if (info->blocks_before > 0)
         s->reorder_nnz_per_block_before = (double)p->dev.nnz / (double)info->blocks_before;
+    if (info->blocks_after > 0)
         s->reorder_nnz_per_block_after = (double)p->dev.nnz / (double)info->blocks_after;
-    }
 }

@@ -267,6 +267,17 @@ __device__ __forceinline__ int row_in_window(const int64_t *ro, int64_t j)
     return r;
 }
 
+// Row r's nonzeros [b, e) in the caller's arrays, clamped into [0, nnz]; a decreasing pair
+// reads as an empty row (check_offsets flags both).
+__device__ __forceinline__ void row_range(const void *off, int off64, int64_t r, int64_t nnz,
+                                          int base, int64_t &b, int64_t &e)
+{
+    b = ld_any(off, off64, r) - base;
+    e = ld_any(off, off64, r + 1) - base;
+    b = b < 0 ? 0 : b > nnz ? nnz : b;
+    e = e < b ? b : e > nnz ? nnz : e;
+}
+
 // Short windows run in thread blocks of kShortThreads (many windows in flight on an SM),
 // long ones in blocks of kLongThreads (a long window's passes spread over more threads):
 // kKind = kShortKind and kLongKind, each kernel taking the windows of its kind.  When windows
@@ -293,8 +304,9 @@ template <bool kPlace, int kKind>
 __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)
     window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
                  int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
-                 int stage_cap, int32_t *nblk, int2 *crange, const int32_t *win_off, int32_t *blk_col,
-                 int32_t *blk_off,
+                 int stage_cap, const int32_t *perm_in, const int64_t *pro,
+                 const int *ordered, int32_t *nblk,
+                 int2 *crange, const int32_t *win_off, int32_t *blk_col, int32_t *blk_off,
                  unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags)
 {
     constexpr bool kLong = kKind != kShortKind; // the long windows' code and block size
@@ -307,6 +319,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         int col[2][kKind == kLongKind ? 1 : kShortMax]; // short windows: columns, first occurrences
     } tmp;
     __shared__ int64_t ro[17];
+    __shared__ int64_t rdel[16]; // rows ordered (perm): a nonzero's caller position minus its own
     __shared__ int sh_a, sh_b, sh_bad;
     __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
     __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
@@ -316,10 +329,23 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     extern __shared__ unsigned smem[];
     const int t = threadIdx.x;
     const int32_t w = blockIdx.x;
-    if (t < 17) { // the window's row offsets, clamped into [0, nnz] (check_offsets flags them)
+    // rows ordered on the GPU when perm_in is given and, with `ordered`, the order was taken
+    const int32_t *perm = perm_in != nullptr && (ordered == nullptr || *ordered) ? perm_in : nullptr;
+    // The window's row offsets, clamped into [0, nnz] (check_offsets flags them).  With rows
+    // ordered on the GPU, window row i is the caller's row perm[16 w + i]: the offsets are
+    // the ordered ones (pro), where the window's nonzeros are numbered contiguously as in
+    // the plan, and rdel maps that number back to the caller's arrays.
+    if (t < 17) {
         const int64_t r = (int64_t)w * 16 + t < rows ? (int64_t)w * 16 + t : rows;
-        const int64_t v = ld_any(off, off64, r) - base;
+        const int64_t v = perm != nullptr ? pro[r] : ld_any(off, off64, r) - base;
         ro[t] = v < 0 ? 0 : v > nnz ? nnz : v;
+    }
+    if (perm != nullptr && t < 16) {
+        const int64_t r = (int64_t)w * 16 + t;
+        int64_t b = 0, e = 0;
+        if (r < rows)
+            row_range(off, off64, perm[r], nnz, base, b, e);
+        rdel[t] = b; // minus ro[t] below, once ro is complete
     }
     if (kPlace && kKind != kLongKind && w == windows - 1 && t == 0) {
         const int32_t tot = win_off[windows];
@@ -337,7 +363,11 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
             bad |= ro[k + 1] < ro[k];
         sh_a = bad;
     }
+    if (perm != nullptr && t < 16)
+        rdel[t] -= ro[t];
     __syncthreads();
+    // the caller's position of the window's nonzero j (window row r)
+    auto src = [&](int64_t j, int r) -> int64_t { return perm != nullptr ? j + rdel[r] : j; };
     if (sh_a) {
         if (!kPlace && kKind != kLongKind && t == 0) { // one counting kernel reports it
             nblk[w] = 0;
@@ -366,10 +396,11 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
             lrow[k] = 0;
             lc[k] = 0;
             if (i < n) {
-                const int64_t cc = ld_any(idx, idx64, s + i) - base;
+                const int r = row_in_window(ro, s + i);
+                const int64_t cc = ld_any(idx, idx64, src(s + i, r)) - base;
                 if (cc >= 0 && cc < cols) {
                     c[k] = (int)cc;
-                    lrow[k] = row_in_window(ro, s + i);
+                    lrow[k] = r;
                 } else if (!kPlace) {
                     atomicOr(flags, kBadIndex);
                 }
@@ -446,7 +477,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
             const int64_t dst = s + sboff[lb] + rank_in(so[lb], pos);
             if (dst < e) {
                 blk_pos[dst] = (uint8_t)pos;
-                val_idx[dst] = (int32_t)(s + t + k * kShortThreads);
+                val_idx[dst] = (int32_t)src(s + t + k * kShortThreads, lrow[k]);
             }
         }
         return;
@@ -461,7 +492,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         cmax = cr.y;
     } else {
         for (int64_t j = s + t; j < e; j += NT) {
-            const int64_t c = ld_any(idx, idx64, j) - base;
+            const int64_t c = ld_any(idx, idx64, src(j, row_in_window(ro, j))) - base;
             if (c < 0 || c >= cols) {
                 atomicOr(flags, kBadIndex);
                 continue;
@@ -495,7 +526,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         bm[i] = 0;
     __syncthreads();
     for (int64_t j = s + t; j < e; j += NT) {
-        const int64_t c = ld_any(idx, idx64, j) - base;
+        const int64_t c = ld_any(idx, idx64, src(j, row_in_window(ro, j))) - base;
         if (c >= 0 && c < cols)
             atomicOr(&bm[(c - cmin) >> 5], 1u << ((c - cmin) & 31));
     }
@@ -544,20 +575,24 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     if (cols_staged) // read before the barrier after the occupancy pass; staging comes after it
         for (int i = t; i < nb * 8; i += NT)
             blk_col[(int64_t)wo * 8 + i] = sval[i];
-    auto place = [&](int64_t j, int &lb, int &pos) -> bool {
-        const int64_t c = ld_any(idx, idx64, j) - base;
+    // nonzero j's block and position in it; p: its caller position
+    auto place = [&](int64_t j, int &lb, int &pos, int64_t &p) -> bool {
+        const int r = row_in_window(ro, j);
+        p = src(j, r);
+        const int64_t c = ld_any(idx, idx64, p) - base;
         if (c < 0 || c >= cols)
             return false;
         const int i = (int)(c - cmin);
         const int lc = pref[i >> 5] + __popc(bm[i >> 5] & ((1u << (i & 31)) - 1u));
         lb = lc / 8;
-        pos = row_in_window(ro, j) * 8 + lc % 8;
+        pos = r * 8 + lc % 8;
         return true;
     };
     unsigned *ow = reinterpret_cast<unsigned *>(o4);
     for (int64_t j = s + t; j < e; j += NT) {
         int lb, pos;
-        if (!place(j, lb, pos)) { // a column out of range (flagged by the counting pass)
+        int64_t p;
+        if (!place(j, lb, pos, p)) { // a column out of range (flagged by the counting pass)
             sh_bad = 1;
             continue;
         }
@@ -595,17 +630,18 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     uint8_t *spos = reinterpret_cast<uint8_t *>(sval + stage_cap);
     for (int64_t j = s + t; j < e; j += NT) {
         int lb, pos;
-        if (!place(j, lb, pos))
+        int64_t p;
+        if (!place(j, lb, pos, p))
             continue;
         const int64_t first_nz = in_smem ? s + sboff[lb] : (int64_t)__ldcg(&blk_off[wo + lb]);
         const int64_t dst = first_nz + rank_in(in_smem ? so[lb] : __ldcg(&o4[lb]), pos);
         if (dst >= s && dst < e) {
             if (staged) {
                 spos[dst - s] = (uint8_t)pos;
-                sval[dst - s] = (int32_t)j;
+                sval[dst - s] = (int32_t)p;
             } else {
                 blk_pos[dst] = (uint8_t)pos;
-                val_idx[dst] = (int32_t)j;
+                val_idx[dst] = (int32_t)p;
             }
         }
     }
@@ -659,6 +695,10 @@ struct summary {
     int flags;
     int32_t blocks, chunk_blocks, nchunks, nsplit;
     unsigned long long empty, maxb, hist[16];
+    // rows ordered on the GPU: blocks in the caller's order and in the ordered one, and
+    // whether the plan takes the order (choose_order)
+    long long blocks_id, blocks_ord;
+    int ordered;
 };
 
 // The summary cleared and the offsets (if any) checked by one thread block, for at most
@@ -851,6 +891,105 @@ __global__ void __launch_bounds__(kSmallScanThreads)
     }
     for (int64_t t = threadIdx.x; t < nch && t < slots; t += blockDim.x)
         chunks[t] = chunk_at(t, ps, win_off, windows, ch);
+}
+
+// ---- rows ordered on the GPU (first-col ordering, window-local path) ----------------------
+// The first-col ordering (docs/reorder.md: rows by smallest column, then degree, empty rows
+// last) computed on the device for CSR: key = first column << 32 | degree, the row's index
+// as value, sorted stably by CUB, which gives the host ordering's permutation exactly.  A row
+// with no valid column (empty, or only indices out of range, which the counting pass flags)
+// takes cols as its first column.  Offsets are clamped into [0, nnz] and a decreasing pair
+// reads as an empty row (check_offsets flags both), so the degrees below always sum to at
+// nnz when the offsets are valid; otherwise check_offsets has flagged them and every
+// window-local kernel stops before reading a nonzero.  Each row's range is inside [0, nnz].
+constexpr int kRowKeyLanes = 8; // lanes a row: most rows of the large suite hold 8-500
+
+__global__ void row_first_col(const void *off, int off64, const void *idx, int idx64,
+                              int64_t rows, int64_t cols, int64_t nnz, int base,
+                              unsigned long long *keys, int32_t *vals)
+{
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t r = g / kRowKeyLanes;
+    const int l = (int)(g % kRowKeyLanes);
+    int64_t b = 0, e = 0;
+    if (r < rows)
+        row_range(off, off64, r, nnz, base, b, e);
+    int64_t fc = cols;
+    for (int64_t j = b + l; j < e; j += kRowKeyLanes) {
+        const int64_t c = ld_any(idx, idx64, j) - base;
+        if (c >= 0 && c < cols && c < fc)
+            fc = c;
+    }
+    for (int k = kRowKeyLanes / 2; k > 0; k >>= 1) { // lanes of a row are one aligned group
+        const int64_t o = __shfl_xor_sync(0xffffffffu, fc, k, kRowKeyLanes);
+        fc = o < fc ? o : fc;
+    }
+    if (r < rows && l == 0) {
+        keys[r] = (unsigned long long)fc << 32 | (unsigned long long)(e - b);
+        vals[r] = (int32_t)r;
+    }
+}
+
+// The degree of each row in the new order (the sorted keys' low word), and 0 at [rows], for
+// the scan that gives the plan's row offsets in that order.
+__global__ void sorted_degrees(const unsigned long long *keys, int64_t rows, int64_t *deg)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= rows)
+        deg[i] = i < rows ? (int64_t)(keys[i] & 0xffffffffull) : 0;
+}
+
+// The plan's order from the two counting passes (one thread block): the ordered rows when
+// their blocks are at most (1 - min_gain) of the caller's order's (min_gain < 0: always),
+// else the caller's order, whose counts and column ranges then replace the ordered ones in
+// nblk and crange, which the scan and the placing pass read.  The totals
+// and the choice go to the summary, which the placing pass and fill_win_row read.
+constexpr int kChooseThreads = 1024;
+__global__ void __launch_bounds__(kChooseThreads)
+    choose_order(const int32_t *nblk_id, const int2 *crange_id, int32_t *nblk, int2 *crange,
+                 int32_t windows, double min_gain, summary *sum)
+{
+    using Reduce = cub::BlockReduce<long long, kChooseThreads>;
+    __shared__ typename Reduce::TempStorage tmp;
+    __shared__ int take;
+    long long a = 0, b = 0;
+    for (int32_t w = threadIdx.x; w < windows; w += kChooseThreads) {
+        a += nblk_id[w];
+        b += nblk[w];
+    }
+    a = Reduce(tmp).Sum(a);
+    __syncthreads();
+    b = Reduce(tmp).Sum(b);
+    if (threadIdx.x == 0) {
+        take = min_gain < 0 || (double)b <= (1.0 - min_gain) * (double)a;
+        sum->blocks_id = a;
+        sum->blocks_ord = b;
+        sum->ordered = take;
+    }
+    __syncthreads();
+    if (!take)
+        for (int32_t w = threadIdx.x; w < windows; w += kChooseThreads) {
+            nblk[w] = nblk_id[w];
+            crange[w] = crange_id[w];
+        }
+}
+
+// win_row of a plan whose rows the GPU ordered: the permutation, then -1 past the last row
+// (nothing when choose_order kept the caller's order; ordered NULL: always).
+__global__ void fill_win_row(const int32_t *perm, const int *ordered, int64_t rows,
+                             int64_t slots, int32_t *win_row)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < slots && (ordered == nullptr || *ordered))
+        win_row[i] = i < rows ? perm[i] : -1;
+}
+
+// row_new[perm[i]] = i: the sort path's form of the permutation (make_keys).
+__global__ void invert_perm(const int32_t *perm, int64_t rows, int32_t *row_new)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows)
+        row_new[perm[i]] = (int32_t)i;
 }
 
 // win_row[row_new[r]] = r for every row; the caller has set the padding positions to -1.

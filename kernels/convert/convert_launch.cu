@@ -379,8 +379,16 @@ extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
     if (m->pooled && m->win_off != nullptr)
         (void)cudaDeviceSynchronize();
     cudaFree(m->win_off); // the one allocation of the plan's arrays and schedule
-    cudaFree(m->win_row);
+    if (!m->win_row_inside)
+        cudaFree(m->win_row);
     *m = tc_dev_metcf{};
+}
+
+extern "C" int tc_convert_can_order(const tc_convert_input *in, const tc_convert_extra *x,
+                                    int always)
+{
+    return in->format == TCSPARSE_FORMAT_CSR && in->row_new == nullptr &&
+           (always || (in->cols <= tc::kLocalMaxCols && x->method != 1 && local_ready()));
 }
 
 extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
@@ -456,6 +464,24 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         }
     }
     xo->used_local = local && nnz > 0;
+    // Rows ordered on the GPU (first-col): on the window-local path, both orders counted and
+    // one chosen (gperm); through the sort (wider matrices) only when the order is always
+    // taken (gsort: the sort is the build's cost, and counting the caller's order too would
+    // need a second one), as the permutation row_new would be.
+    const bool gwant = csr && nnz > 0 && in->rows > 1 && in->row_new == nullptr &&
+                       in->gpu_order == TC_GPU_ORDER_FIRST_COL;
+    const bool gperm = gwant && local;
+    const bool gsort = gwant && !local && in->gpu_order_min_gain < 0;
+    const bool gkeys = gperm || gsort;
+    xo->gpu_ordered = 0;
+    xo->blocks_unordered = 0;
+    const int64_t M = in->rows;
+    const int kbits = 32 + bits_for(in->cols + 1); // first column (<= cols) and degree
+    unsigned long long *rk0 = nullptr, *rk1 = nullptr;
+    int32_t *rv0 = nullptr, *rv1 = nullptr, *perm = nullptr, *row_new = nullptr;
+    int64_t *pro = nullptr;
+    int32_t *nblk_id = nullptr;
+    int2 *crange_id = nullptr;
     // Upper bounds: a window with d distinct columns has ceil(d / 8) <= (d + 7) / 8 blocks,
     // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
     // of few columns, whose windows are dense); every window has at least one chunk and a
@@ -479,7 +505,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         const size_t a_col = a_off + align16(4 * ((size_t)bub + 1));
         const size_t a_val = a_col + 32 * (size_t)bub, a_pos = a_val + align16(4 * (size_t)nnz);
         const size_t a_ch = a_pos + align16((size_t)nnz), a_sp = a_ch + 16 * (size_t)slots;
-        dev_bytes = a_sp + 4 * (size_t)windows + 1;
+        const size_t a_wr = align16(a_sp + 4 * (size_t)windows); // win_row (gperm)
+        dev_bytes = gkeys ? a_wr + 4 * 16 * (size_t)windows : a_sp + 4 * (size_t)windows + 1;
         char *base = nullptr;
         cudaError_t e = cudaErrorMemoryAllocation;
         if (cudaMemPool_t p = scratch_pool(xo->keep_scratch, s)) {
@@ -503,6 +530,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         m.blk_pos = reinterpret_cast<uint8_t *>(base + a_pos);
         chunks = reinterpret_cast<tc_chunk *>(base + a_ch);
         split = reinterpret_cast<int32_t *>(base + a_sp);
+        m.win_row = gkeys ? reinterpret_cast<int32_t *>(base + a_wr) : nullptr;
+        m.win_row_inside = gkeys;
         return cudaSuccess;
     };
     // The window offsets from the block counts: one thread block when windows are few (the
@@ -511,6 +540,24 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // schedule_small: few windows, and chunk slots few enough for one thread block to write
     // (a forced chunk length of 1 on 4095 windows of many blocks would not be)
     const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax && slots <= (1 << 18);
+    // first-col on the GPU: the rows' keys (first column, degree), sorted stably by CUB into
+    // perm (the caller's row of each plan row); rk_sorted holds the sorted keys
+    unsigned long long *rk_sorted = nullptr, *rk_other = nullptr;
+    auto order_rows = [&]() -> cudaError_t {
+        row_first_col<<<grid_for(M * kRowKeyLanes, T), T, 0, s>>>(
+            in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz, in->base,
+            rk0, rv0);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return e;
+        cub::DoubleBuffer<unsigned long long> rk(rk0, rk1);
+        cub::DoubleBuffer<int32_t> rv(rv0, rv1);
+        e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, rk, rv, M, 0, kbits, s);
+        perm = rv.Current();
+        rk_sorted = rk.Current();
+        rk_other = rk.Alternate();
+        return e;
+    };
     auto window_offsets = [&]() -> cudaError_t {
         if (!small_scan)
             return cub::DeviceScan::ExclusiveSum(cub, cub_bytes, nblk, m.win_off, windows + 1, s);
@@ -542,6 +589,18 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
                                                 (unsigned long long *)nullptr, windows + 1, s),
                   "sizing scan");
+        if (gkeys) { // the rows' keys sorted, (gperm) their degrees scanned
+            size_t e = 0, f = 0;
+            cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
+            cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
+            TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, e, dk, dv, M, 0, kbits, s),
+                  "sizing the rows' sort");
+            TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, f, (int64_t *)nullptr,
+                                                (int64_t *)nullptr, M + 1, s),
+                  "sizing scan");
+            a = a > e ? a : e;
+            a = a > f ? a : f;
+        }
         cub_bytes = a > b ? a : b;
         cub_bytes = cub_bytes > c ? cub_bytes : c;
         cub_bytes = cub_bytes > d ? cub_bytes : d;
@@ -549,7 +608,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
                              2 * align16(4 * w1) + (small_sched ? 1 : 3) * align16(8 * w1) +
                              align16(sizeof(summary)) +
-                             align16(cub_bytes) + 16;
+                             align16(cub_bytes) + 16 +
+                             (gkeys ? 3 * align16(8 * ((size_t)M + 1)) + 3 * align16(4 * (size_t)M) +
+                                          align16(4 * ((size_t)windows + 1)) +
+                                          align16(8 * ((size_t)windows + 1))
+                                    : 0);
         TC_CU(x.alloc(total, xo->keep_scratch), "allocating scratch");
         k0 = x.take<unsigned long long>(8 * n);
         k1 = x.take<unsigned long long>(8 * n);
@@ -565,6 +628,16 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         pscan = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
         sum = x.take<summary>(sizeof(summary));
         cub = x.take<char>(cub_bytes);
+        if (gkeys) {
+            rk0 = x.take<unsigned long long>(8 * ((size_t)M + 1));
+            rk1 = x.take<unsigned long long>(8 * ((size_t)M + 1));
+            pro = x.take<int64_t>(8 * ((size_t)M + 1));
+            rv0 = x.take<int32_t>(4 * (size_t)M);
+            rv1 = x.take<int32_t>(4 * (size_t)M);
+            row_new = x.take<int32_t>(4 * (size_t)M);
+            nblk_id = x.take<int32_t>(4 * ((size_t)windows + 1));
+            crange_id = x.take<int2>(8 * ((size_t)windows + 1));
+        }
     }
     {
         // The summary cleared, then the offsets checked (CSR, CSC): they run first, and every
@@ -609,7 +682,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             auto go = [&](auto kind, int threads, size_t bytes) {
                 window_local<kPlace, decltype(kind)::value><<<windows, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
-                    nnz, in->base, windows, bub, wmax, cap, kPlace ? nullptr : nblk, crange,
+                    nnz, in->base, windows, bub, wmax, cap, perm, pro,
+                    kPlace ? &sum->ordered : nullptr, kPlace ? nullptr : nblk, crange,
                     kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
                     kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags);
@@ -622,19 +696,56 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             }
             return cudaGetLastError();
         };
+        if (gperm) {
+            // the plan's row offsets in the order (the sorted degrees scanned)
+            TC_CU(order_rows(), "ordering the rows");
+            sorted_degrees<<<grid_for(M + 1, T), T, 0, s>>>(rk_sorted, M,
+                                                            reinterpret_cast<int64_t *>(rk_other));
+            TC_CU(cudaGetLastError(), "launching sorted_degrees");
+            TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes,
+                                                reinterpret_cast<int64_t *>(rk_other), pro,
+                                                M + 1, s),
+                  "the ordered rows' offsets");
+        }
         TC_CU(local_pass(std::false_type()), "launching window_local (counting)");
+        if (gperm) { // the caller's order counted too, then the choice (summary->ordered)
+            int32_t *const keep = perm;
+            perm = nullptr;
+            std::swap(nblk, nblk_id);
+            std::swap(crange, crange_id);
+            const cudaError_t e = local_pass(std::false_type());
+            std::swap(nblk, nblk_id);
+            std::swap(crange, crange_id);
+            perm = keep;
+            TC_CU(e, "launching window_local (counting, caller's order)");
+            choose_order<<<1, kChooseThreads, 0, s>>>(nblk_id, crange_id, nblk, crange, windows,
+                                                      in->gpu_order_min_gain, sum);
+            TC_CU(cudaGetLastError(), "launching choose_order");
+        }
         TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(window_offsets(), "window offsets");
         side.mark();
         TC_CU(local_pass(std::true_type()), "launching window_local (placing)");
+        if (gperm) {
+            fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
+                perm, &sum->ordered, M, (int64_t)windows * 16, m.win_row);
+            TC_CU(cudaGetLastError(), "launching fill_win_row");
+        }
     } else {
         cub::DoubleBuffer<unsigned long long> dk(k0, k1);
         cub::DoubleBuffer<int32_t> dv(v0, v1);
+        const int32_t *rnew = in->row_new;
+        if (gsort) { // the order as a permutation of the rows, as the host's row_new
+            TC_CU(order_rows(), "ordering the rows");
+            invert_perm<<<grid_for(M, T), T, 0, s>>>(perm, M, row_new);
+            TC_CU(cudaGetLastError(), "launching invert_perm");
+            rnew = row_new;
+        }
         if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
             unsigned *k32 = reinterpret_cast<unsigned *>(k1);
             make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
                                                      in->indices, in->indices_64, in->rows,
-                                                     in->cols, nnz, in->base, cbits, in->row_new,
+                                                     in->cols, nnz, in->base, cbits, rnew,
                                                      k32, v0, &sum->flags);
             TC_CU(cudaGetLastError(), "launching make_keys");
             cub::DoubleBuffer<unsigned> d32(k32, k32 + nnz);
@@ -645,7 +756,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         } else {
             make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
                                                      in->indices, in->indices_64, in->rows,
-                                                     in->cols, nnz, in->base, cbits, in->row_new,
+                                                     in->cols, nnz, in->base, cbits, rnew,
                                                      k0, v0, &sum->flags);
             TC_CU(cudaGetLastError(), "launching make_keys");
             TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0, shift + wbits, s),
@@ -669,6 +780,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         place_values<<<grid_for(nnz, T), T, 0, s>>>(ks, vs, dist, m.win_off, dfirst, occ,
                                                     m.blk_off, nnz, shift, m.blk_pos, m.val_idx);
         TC_CU(cudaGetLastError(), "launching place_values");
+        if (gsort) {
+            fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
+                perm, nullptr, M, (int64_t)windows * 16, m.win_row);
+            TC_CU(cudaGetLastError(), "launching fill_win_row");
+        }
     }
     // The schedule, beside the placing pass (SideFork): one thread block for at most
     // kScheduleSmallMax - 1 windows, else three kernels.  Their CUB workspace is the one the
@@ -704,6 +820,16 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     if (host.flags)
         goto invalid;
     m.blocks = host.blocks;
+    if (gsort)
+        xo->gpu_ordered = 1;
+    if (gperm) {
+        xo->gpu_ordered = host.ordered != 0;
+        xo->blocks_unordered = host.blocks_id;
+        if (!host.ordered) { // the caller's order kept: the plan has no win_row
+            m.win_row = nullptr;
+            m.win_row_inside = 0;
+        }
+    }
     xo->empty_windows = (int64_t)host.empty;
     xo->max_blocks_per_window = (int64_t)host.maxb;
     for (int k = 0; k < 16; k++)

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include "gen.h"
 #include "metcf.h"
+#include "reorder.h"
 #include "../kernels/kernels.h"
 #include "testutil.h"
 
@@ -125,6 +126,105 @@ static void check_extra(const tc_metcf *ref, const tc_convert_extra *x, const ch
     free(sp);
 }
 
+/* The GPU arrays of g against the host plan ref, whose val_idx is mapped through vmap (NULL:
+ * as it is) to the caller's positions. */
+static void compare_plan(const tc_dev_metcf *g, const tc_metcf *ref, const int64_t *vmap,
+                         int64_t nnz, const char *name)
+{
+    cr_assert_eq(g->windows, ref->windows, "%s: windows", name);
+    cr_assert_eq(g->blocks, ref->blocks, "%s: blocks %d vs %lld", name, g->blocks,
+                 (long long)ref->blocks);
+    int32_t *win = from_device(g->win_off, 4 * (size_t)(g->windows + 1));
+    int32_t *boff = from_device(g->blk_off, 4 * (size_t)(g->blocks + 1));
+    int32_t *bcol = from_device(g->blk_col, 4 * 8 * (size_t)g->blocks);
+    int32_t *vidx = from_device(g->val_idx, 4 * (size_t)nnz);
+    uint8_t *bpos = from_device(g->blk_pos, (size_t)nnz);
+    for (int64_t w = 0; w <= ref->windows; w++)
+        cr_assert_eq(win[w], ref->win_off[w], "%s: win_off[%lld]", name, (long long)w);
+    for (int64_t b = 0; b <= ref->blocks; b++)
+        cr_assert_eq(boff[b], ref->blk_off[b], "%s: blk_off[%lld]", name, (long long)b);
+    for (int64_t i = 0; i < 8 * ref->blocks; i++)
+        cr_assert_eq(bcol[i], ref->blk_col[i], "%s: blk_col[%lld]", name, (long long)i);
+    for (int64_t i = 0; i < nnz; i++) {
+        cr_assert_eq(bpos[i], ref->blk_pos[i], "%s: blk_pos[%lld]", name, (long long)i);
+        const int64_t want = vmap ? vmap[ref->val_idx[i]] : ref->val_idx[i];
+        cr_assert_eq(vidx[i], want, "%s: val_idx[%lld]", name, (long long)i);
+    }
+    free(win); free(boff); free(bcol); free(vidx); free(bpos);
+}
+
+/* Rows ordered first-col on the GPU inside the conversion (CSR): the plan must be the CPU
+ * reference's for the rows in the host's first-col order (the same permutation,
+ * tc_reorder_compute), val_idx still the caller's positions, and win_row that permutation
+ * padded with -1.  Variants: the window-local path (at most 2^18 columns), which also counts
+ * the caller's order; there, with a gain of 99.9% asked for, the order is refused and the plan
+ * is the unordered one, without win_row; and the sort (forced, or past 2^18 columns), which
+ * always takes the order and does not count the caller's. */
+static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const void *d_off,
+                                const void *d_idx, int is64, int base, const char *name)
+{
+    const int64_t M = m->rows, nnz = m->nnz;
+    tc_rcsr a = {M, m->cols, nnz, m->row_off, m->col};
+    int32_t *order = malloc(sizeof *order * (size_t)M);
+    cr_assert_eq(tc_reorder_compute(&a, TC_ORD_FIRST_COL, order, 1), 0);
+    int64_t *ro = malloc(sizeof *ro * (size_t)(M + 1)), *vmap = malloc(sizeof *vmap * (size_t)nnz);
+    int32_t *col = malloc(sizeof *col * (size_t)nnz);
+    ro[0] = 0;
+    for (int64_t i = 0; i < M; i++) { /* new row i = the caller's row order[i] */
+        int64_t e = ro[i];
+        for (int64_t k = m->row_off[order[i]]; k < m->row_off[order[i] + 1]; k++, e++) {
+            col[e] = m->col[k];
+            vmap[e] = k;
+        }
+        ro[i + 1] = e;
+    }
+    tc_sparse_view v = {.format = TCSPARSE_FORMAT_CSR, .rows = M, .cols = m->cols, .nnz = nnz,
+                        .offsets = ro, .indices = col, .offsets_type = TCSPARSE_INDEX_64I,
+                        .indices_type = TCSPARSE_INDEX_32I, .base = TCSPARSE_INDEX_BASE_ZERO};
+    tc_metcf ref;
+    cr_assert_eq(tc_metcf_build_cpu(&v, &ref), TCSPARSE_STATUS_SUCCESS, "%s: CPU: %s", name,
+                 tcsparseGetLastErrorMessage());
+    tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = M, .cols = m->cols, .nnz = nnz,
+                           .offsets = d_off, .indices = d_idx, .offsets_64 = is64,
+                           .indices_64 = is64, .base = base,
+                           .gpu_order = TC_GPU_ORDER_FIRST_COL, .gpu_order_min_gain = -1.0};
+    const int local = m->cols <= (1 << 18);
+    for (int variant = local ? 0 : 2; variant < 3; variant++) {
+        const int refuse = variant == 1, sort = variant == 2;
+        char label[200], err[256];
+        snprintf(label, sizeof label, "%s, first-col on the GPU%s", name,
+                 refuse ? ", refused" : sort ? ", sort" : "");
+        in.gpu_order_min_gain = refuse ? 0.999 : -1.0;
+        tc_convert_extra x = {.sm_count = 132, .keep_scratch = 1 << 20, .method = sort};
+        cr_assert(tc_convert_can_order(&in, &x, !refuse), "%s: not ordered on the GPU", label);
+        cr_assert_eq(tc_convert_can_order(&in, &x, 0), !sort, "%s: AUTO on the GPU", label);
+        tc_dev_metcf g;
+        cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS,
+                     "%s: %s", label, err);
+        cr_assert_eq(x.used_local, !sort, "%s: path", label);
+        cr_assert_eq(x.blocks_unordered, sort ? 0 : plain->blocks, "%s: blocks unordered", label);
+        cr_assert_eq(x.gpu_ordered, !refuse, "%s: order taken", label);
+        if (refuse) {
+            cr_assert_null(g.win_row, "%s: win_row", label);
+            check_extra(plain, &x, label);
+            compare_plan(&g, plain, NULL, nnz, label);
+        } else {
+            cr_assert_not_null(g.win_row, "%s: no win_row", label);
+            const int64_t slots = (int64_t)g.windows * 16;
+            int32_t *wr = from_device(g.win_row, 4 * (size_t)slots);
+            for (int64_t i = 0; i < slots; i++)
+                cr_assert_eq(wr[i], i < M ? order[i] : -1, "%s: win_row[%lld]", label,
+                             (long long)i);
+            free(wr);
+            check_extra(&ref, &x, label);
+            compare_plan(&g, &ref, vmap, nnz, label);
+        }
+        tc_dev_metcf_free(&g);
+    }
+    tc_metcf_free(&ref);
+    free(order); free(ro); free(vmap); free(col);
+}
+
 /* Converts on both sides and compares every array. */
 static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, const char *name)
 {
@@ -164,26 +264,12 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
         else
             cr_assert(x.used_local, "%s: the sort ran, not the window-local path", name);
         check_extra(&ref, &x, name);
-        cr_assert_eq(g.windows, ref.windows, "%s: windows", name);
-        cr_assert_eq(g.blocks, ref.blocks, "%s: blocks %d vs %lld", name, g.blocks, (long long)ref.blocks);
-        int32_t *win = from_device(g.win_off, 4 * (size_t)(g.windows + 1));
-        int32_t *boff = from_device(g.blk_off, 4 * (size_t)(g.blocks + 1));
-        int32_t *bcol = from_device(g.blk_col, 4 * 8 * (size_t)g.blocks);
-        int32_t *vidx = from_device(g.val_idx, 4 * (size_t)m->nnz);
-        uint8_t *bpos = from_device(g.blk_pos, (size_t)m->nnz);
-        for (int64_t w = 0; w <= ref.windows; w++)
-            cr_assert_eq(win[w], ref.win_off[w], "%s: win_off[%lld]", name, (long long)w);
-        for (int64_t b = 0; b <= ref.blocks; b++)
-            cr_assert_eq(boff[b], ref.blk_off[b], "%s: blk_off[%lld]", name, (long long)b);
-        for (int64_t i = 0; i < 8 * ref.blocks; i++)
-            cr_assert_eq(bcol[i], ref.blk_col[i], "%s: blk_col[%lld]", name, (long long)i);
-        for (int64_t i = 0; i < m->nnz; i++) {
-            cr_assert_eq(bpos[i], ref.blk_pos[i], "%s: blk_pos[%lld]", name, (long long)i);
-            cr_assert_eq(vidx[i], ref.val_idx[i], "%s: val_idx[%lld]", name, (long long)i);
-        }
-        free(win); free(boff); free(bcol); free(vidx); free(bpos);
+        cr_assert_null(g.win_row, "%s: win_row", name);
+        compare_plan(&g, &ref, NULL, m->nnz, name);
         tc_dev_metcf_free(&g);
     }
+    if (fmt == TCSPARSE_FORMAT_CSR && m->nnz > 0 && m->rows > 1)
+        compare_gpu_ordered(m, &ref, d_off, d_idx, is64, base, name);
     tc_metcf_free(&ref);
     cudaFree(d_off); cudaFree(d_idx);
     free(off); free(idx);
@@ -281,18 +367,21 @@ Test(gpu_convert, empty_and_tiny)
 }
 
 /* A CSR structure with 32-bit indices (rows + 1 offsets, nnz indices) that both paths
- * (method 0: window by window where it applies, 1: the sort) must refuse with a message
- * containing `needle` (any message when NULL). */
+ * (method 0: window by window where it applies, 1: the sort; 2: window by window with the
+ * rows ordered on the GPU) must refuse with a message containing `needle` (any message when
+ * NULL). */
 static void refuse_csr(const int32_t *off, const int32_t *idx, int64_t rows, int64_t cols,
                        int64_t nnz, const char *needle, const char *what)
 {
-    for (int method = 0; method < 2; method++) {
+    for (int method = 0; method < 3; method++) {
         void *d_off = to_device(off, sizeof *off * (size_t)(rows + 1));
         void *d_col = to_device(idx, sizeof *idx * (size_t)nnz);
         tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = rows, .cols = cols,
-                               .nnz = nnz, .offsets = d_off, .indices = d_col};
+                               .nnz = nnz, .offsets = d_off, .indices = d_col,
+                               .gpu_order = method == 2 ? TC_GPU_ORDER_FIRST_COL : 0,
+                               .gpu_order_min_gain = -1.0};
         tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132, .method = method};
+        tc_convert_extra x = {.sm_count = 132, .method = method == 1};
         char err[256] = "";
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
                      TCSPARSE_STATUS_INVALID_VALUE, "%s accepted (method %d)", what, method);

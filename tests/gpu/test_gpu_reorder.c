@@ -243,10 +243,11 @@ static void sddmm_case(const tc_csr *m, const prec_t *pr, int balanced, int K, f
 static const reorder_t modes[] = {
     {TCSPARSE_REORDER_OFF, NULL, "off"},
     {TCSPARSE_REORDER_ALWAYS, "cluster", "cluster"},
-    {TCSPARSE_REORDER_ALWAYS, "first-col", "first-col"},
+    {TCSPARSE_REORDER_ALWAYS, "first-col", "first-col"}, /* CSR: ordered on the GPU */
     {TCSPARSE_REORDER_ALWAYS, "degree", "degree"},
     {TCSPARSE_REORDER_ALWAYS, "minhash", "minhash"},
     {TCSPARSE_REORDER_AUTO, NULL, "auto"},
+    {TCSPARSE_REORDER_AUTO, "first-col", "auto first-col (on the GPU)"},
 };
 #define NMODES (sizeof modes / sizeof modes[0])
 
