@@ -366,8 +366,12 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     if (perm != nullptr && t < 16)
         rdel[t] -= ro[t];
     __syncthreads();
-    // the caller's position of the window's nonzero j (window row r)
+    // the caller's position of the window's nonzero j (window row r; src_at finds the row,
+    // only for ordered rows)
     auto src = [&](int64_t j, int r) -> int64_t { return perm != nullptr ? j + rdel[r] : j; };
+    auto src_at = [&](int64_t j) -> int64_t {
+        return perm != nullptr ? j + rdel[row_in_window(ro, j)] : j;
+    };
     if (sh_a) {
         if (!kPlace && kKind != kLongKind && t == 0) { // one counting kernel reports it
             nblk[w] = 0;
@@ -492,7 +496,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         cmax = cr.y;
     } else {
         for (int64_t j = s + t; j < e; j += NT) {
-            const int64_t c = ld_any(idx, idx64, src(j, row_in_window(ro, j))) - base;
+            const int64_t c = ld_any(idx, idx64, src_at(j)) - base;
             if (c < 0 || c >= cols) {
                 atomicOr(flags, kBadIndex);
                 continue;
@@ -526,7 +530,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         bm[i] = 0;
     __syncthreads();
     for (int64_t j = s + t; j < e; j += NT) {
-        const int64_t c = ld_any(idx, idx64, src(j, row_in_window(ro, j))) - base;
+        const int64_t c = ld_any(idx, idx64, src_at(j)) - base;
         if (c >= 0 && c < cols)
             atomicOr(&bm[(c - cmin) >> 5], 1u << ((c - cmin) & 31));
     }
