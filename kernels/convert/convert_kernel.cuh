@@ -300,7 +300,7 @@ __device__ __forceinline__ void short_sync()
         __syncthreads();
 }
 
-template <bool kPlace, int kKind>
+template <bool kPlace, int kKind, bool kOrd = false>
 __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)
     window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
                  int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
@@ -329,8 +329,10 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     extern __shared__ unsigned smem[];
     const int t = threadIdx.x;
     const int32_t w = blockIdx.x;
-    // rows ordered on the GPU when perm_in is given and, with `ordered`, the order was taken
-    const int32_t *perm = perm_in != nullptr && (ordered == nullptr || *ordered) ? perm_in : nullptr;
+    // Rows ordered on the GPU (kOrd kernels only, so that the others are compiled as if the
+    // order did not exist): when perm_in is given and, with `ordered`, the order was taken.
+    const int32_t *perm =
+        kOrd && perm_in != nullptr && (ordered == nullptr || *ordered) ? perm_in : nullptr;
     // The window's row offsets, clamped into [0, nnz] (check_offsets flags them).  With rows
     // ordered on the GPU, window row i is the caller's row perm[16 w + i]: the offsets are
     // the ordered ones (pro), where the window's nonzeros are numbered contiguously as in

@@ -315,13 +315,18 @@ bool local_ready()
     std::lock_guard<std::mutex> g(pool_mu);
     if (local_state[dev] == 0) {
         int optin = 0;
-        const void *fns[4] = {(const void *)tc::window_local<false, tc::kLongKind>,
+        // (and the kernels of rows ordered on the GPU, kOrd)
+        const void *fns[8] = {(const void *)tc::window_local<false, tc::kLongKind>,
                               (const void *)tc::window_local<true, tc::kLongKind>,
                               (const void *)tc::window_local<false, tc::kBothKind>,
-                              (const void *)tc::window_local<true, tc::kBothKind>};
+                              (const void *)tc::window_local<true, tc::kBothKind>,
+                              (const void *)tc::window_local<false, tc::kLongKind, true>,
+                              (const void *)tc::window_local<true, tc::kLongKind, true>,
+                              (const void *)tc::window_local<false, tc::kBothKind, true>,
+                              (const void *)tc::window_local<true, tc::kBothKind, true>};
         bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ==
                   cudaSuccess;
-        for (int i = 0; ok && i < 4; i++) {
+        for (int i = 0; ok && i < 8; i++) {
             cudaFuncAttributes a{};
             ok = cudaFuncGetAttributes(&a, fns[i]) == cudaSuccess &&
                  a.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
@@ -680,7 +685,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             const int cap = kPlace ? stage_cap : 0;
             const size_t smem = local_smem + 5 * (size_t)cap;
             auto go = [&](auto kind, int threads, size_t bytes) {
-                window_local<kPlace, decltype(kind)::value><<<windows, threads, bytes, s>>>(
+                constexpr int kKind = decltype(kind)::value;
+                auto kernel = perm != nullptr ? window_local<kPlace, kKind, true>
+                                              : window_local<kPlace, kKind>;
+                kernel<<<windows, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
                     nnz, in->base, windows, bub, wmax, cap, perm, pro,
                     kPlace ? &sum->ordered : nullptr, kPlace ? nullptr : nblk, crange,
