@@ -76,8 +76,8 @@ typedef struct {
                                   *   when first-col alone is ordered on the GPU, inside the
                                   *   conversion (docs/reorder.md) */
     double reorder_nnz_per_block_before; /**< nonzeros per block in the caller's order; 0
-                                          *   when not counted (first-col on the GPU for
-                                          *   more than 2^18 columns, docs/reorder.md) */
+                                          *   when not counted (first-col forced on CSR: ordered
+                                          *   on the GPU, docs/reorder.md) */
     double reorder_nnz_per_block_after;  /**< with the ordering kept */
 } tcsparseMetcfStats_t;
 

@@ -893,8 +893,8 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
         return tc_convert_gpu(in, out, x, stream, err, errlen);
 
     /* first-col alone, CSR: ordered on the GPU inside the conversion (the same permutation as
-     * the host's, docs/reorder.md); counted against the caller's order and kept or not on the
-     * window-local path, always kept (not counted) through the sort */
+     * the host's, docs/reorder.md).  AUTO (window-local path only): counted against the
+     * caller's order and kept or not; ALWAYS: kept, the caller's order not counted */
     const int always = info->mode == TCSPARSE_REORDER_ALWAYS;
     if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in, x, always)) {
         tc_convert_input gin = *in;

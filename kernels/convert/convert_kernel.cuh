@@ -899,50 +899,56 @@ __global__ void __launch_bounds__(kSmallScanThreads)
         chunks[t] = chunk_at(t, ps, win_off, windows, ch);
 }
 
-// ---- rows ordered on the GPU (first-col ordering, window-local path) ----------------------
+// ---- rows ordered on the GPU (first-col ordering) ------------------------------------------
 // The first-col ordering (docs/reorder.md: rows by smallest column, then degree, empty rows
-// last) computed on the device for CSR: key = first column << 32 | degree, the row's index
-// as value, sorted stably by CUB, which gives the host ordering's permutation exactly.  A row
-// with no valid column (empty, or only indices out of range, which the counting pass flags)
-// takes cols as its first column.  Offsets are clamped into [0, nnz] and a decreasing pair
-// reads as an empty row (check_offsets flags both), so the degrees below always sum to at
-// nnz when the offsets are valid; otherwise check_offsets has flagged them and every
-// window-local kernel stops before reading a nonzero.  Each row's range is inside [0, nnz].
-constexpr int kRowKeyLanes = 8; // lanes a row: most rows of the large suite hold 8-500
-
+// last) computed on the device for CSR: key = first column << dbits | degree, dbits =
+// bits_for(cols + 1), the row's index as value, sorted stably by CUB, which gives the host
+// ordering's permutation exactly (its key is first column << 32 | degree; a valid row holds
+// at most cols nonzeros, and a longer one, which must repeat a column, is clamped here and
+// refused by the counting pass).  32-bit keys when both fields fit (fewer radix passes).  A
+// row with no valid column (empty, or only indices out of range, which the counting pass
+// flags) takes cols as its first column.  Offsets are clamped into [0, nnz] and a decreasing
+// pair reads as an empty row (check_offsets flags both, and every window-local kernel then
+// stops before reading a nonzero), so each row's range is inside [0, nnz].
+template <int kLanes, class K> // lanes a row (8, or 32 for rows of 64 nonzeros on average)
 __global__ void row_first_col(const void *off, int off64, const void *idx, int idx64,
-                              int64_t rows, int64_t cols, int64_t nnz, int base,
-                              unsigned long long *keys, int32_t *vals)
+                              int64_t rows, int64_t cols, int64_t nnz, int base, int dbits,
+                              K *keys, int32_t *vals)
 {
     const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t r = g / kRowKeyLanes;
-    const int l = (int)(g % kRowKeyLanes);
+    const int64_t r = g / kLanes;
+    const int l = (int)(g % kLanes);
     int64_t b = 0, e = 0;
     if (r < rows)
         row_range(off, off64, r, nnz, base, b, e);
     int64_t fc = cols;
-    for (int64_t j = b + l; j < e; j += kRowKeyLanes) {
+    for (int64_t j = b + l; j < e; j += kLanes) {
         const int64_t c = ld_any(idx, idx64, j) - base;
         if (c >= 0 && c < cols && c < fc)
             fc = c;
     }
-    for (int k = kRowKeyLanes / 2; k > 0; k >>= 1) { // lanes of a row are one aligned group
-        const int64_t o = __shfl_xor_sync(0xffffffffu, fc, k, kRowKeyLanes);
+    for (int k = kLanes / 2; k > 0; k >>= 1) { // the lanes of a row are one aligned group
+        const int64_t o = __shfl_xor_sync(0xffffffffu, fc, k, kLanes);
         fc = o < fc ? o : fc;
     }
     if (r < rows && l == 0) {
-        keys[r] = (unsigned long long)fc << 32 | (unsigned long long)(e - b);
+        const int64_t d = e - b < cols ? e - b : cols;
+        keys[r] = (K)((unsigned long long)fc << dbits | (unsigned long long)d);
         vals[r] = (int32_t)r;
     }
 }
 
-// The degree of each row in the new order (the sorted keys' low word), and 0 at [rows], for
-// the scan that gives the plan's row offsets in that order.
-__global__ void sorted_degrees(const unsigned long long *keys, int64_t rows, int64_t *deg)
+// The degree of each plan row (the caller's row perm[i]), and 0 at [rows], for the scan that
+// gives the plan's row offsets in the order.
+__global__ void ordered_degrees(const void *off, int off64, const int32_t *perm, int64_t rows,
+                                int64_t nnz, int base, int64_t *deg)
 {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t b = 0, e = 0;
+    if (i < rows)
+        row_range(off, off64, perm[i], nnz, base, b, e);
     if (i <= rows)
-        deg[i] = i < rows ? (int64_t)(keys[i] & 0xffffffffull) : 0;
+        deg[i] = e - b;
 }
 
 // The plan's order from the two counting passes (one thread block): the ordered rows when

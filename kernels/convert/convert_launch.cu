@@ -469,19 +469,24 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         }
     }
     xo->used_local = local && nnz > 0;
-    // Rows ordered on the GPU (first-col): on the window-local path, both orders counted and
-    // one chosen (gperm); through the sort (wider matrices) only when the order is always
-    // taken (gsort: the sort is the build's cost, and counting the caller's order too would
-    // need a second one), as the permutation row_new would be.
+    // Rows ordered on the GPU (first-col): on the window-local path (gperm), with a gain asked
+    // for both orders counted and one chosen on the device; through the sort (wider
+    // matrices) only when the order is always taken (gsort: the sort is the build's cost, and
+    // counting the caller's order too would need a second one), as the permutation row_new
+    // would be.
     const bool gwant = csr && nnz > 0 && in->rows > 1 && in->row_new == nullptr &&
                        in->gpu_order == TC_GPU_ORDER_FIRST_COL;
     const bool gperm = gwant && local;
     const bool gsort = gwant && !local && in->gpu_order_min_gain < 0;
     const bool gkeys = gperm || gsort;
+    // the order always taken: the caller's order is not counted (window-local path too)
+    const bool galways = gkeys && in->gpu_order_min_gain < 0;
     xo->gpu_ordered = 0;
     xo->blocks_unordered = 0;
     const int64_t M = in->rows;
-    const int kbits = 32 + bits_for(in->cols + 1); // first column (<= cols) and degree
+    // the rows' keys: first column (<= cols) and degree (clamped to cols), 32 bits when they fit
+    const int dbits = bits_for(in->cols + 1), kbits = 2 * dbits;
+    const bool key32 = kbits <= 32;
     unsigned long long *rk0 = nullptr, *rk1 = nullptr;
     int32_t *rv0 = nullptr, *rv1 = nullptr, *perm = nullptr, *row_new = nullptr;
     int64_t *pro = nullptr;
@@ -547,21 +552,28 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax && slots <= (1 << 18);
     // first-col on the GPU: the rows' keys (first column, degree), sorted stably by CUB into
     // perm (the caller's row of each plan row); rk_sorted holds the sorted keys
-    unsigned long long *rk_sorted = nullptr, *rk_other = nullptr;
     auto order_rows = [&]() -> cudaError_t {
-        row_first_col<<<grid_for(M * kRowKeyLanes, T), T, 0, s>>>(
-            in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz, in->base,
-            rk0, rv0);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
+        auto sort = [&](auto *k0, auto *k1) -> cudaError_t {
+            using K = std::remove_pointer_t<decltype(k0)>;
+            if (nnz >= 64 * M)
+                row_first_col<32, K><<<grid_for(M * 32, T), T, 0, s>>>(
+                    in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz,
+                    in->base, dbits, k0, rv0);
+            else
+                row_first_col<8, K><<<grid_for(M * 8, T), T, 0, s>>>(
+                    in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz,
+                    in->base, dbits, k0, rv0);
+            cudaError_t e = cudaGetLastError();
+            if (e != cudaSuccess)
+                return e;
+            cub::DoubleBuffer<K> rk(k0, k1);
+            cub::DoubleBuffer<int32_t> rv(rv0, rv1);
+            e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, rk, rv, M, 0, kbits, s);
+            perm = rv.Current();
             return e;
-        cub::DoubleBuffer<unsigned long long> rk(rk0, rk1);
-        cub::DoubleBuffer<int32_t> rv(rv0, rv1);
-        e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, rk, rv, M, 0, kbits, s);
-        perm = rv.Current();
-        rk_sorted = rk.Current();
-        rk_other = rk.Alternate();
-        return e;
+        };
+        return key32 ? sort(reinterpret_cast<unsigned *>(rk0), reinterpret_cast<unsigned *>(rk1))
+                     : sort(rk0, rk1);
     };
     auto window_offsets = [&]() -> cudaError_t {
         if (!small_scan)
@@ -596,10 +608,16 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                   "sizing scan");
         if (gkeys) { // the rows' keys sorted, (gperm) their degrees scanned
             size_t e = 0, f = 0;
-            cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
             cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
-            TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, e, dk, dv, M, 0, kbits, s),
-                  "sizing the rows' sort");
+            if (key32) {
+                cub::DoubleBuffer<unsigned> dk(nullptr, nullptr);
+                TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, e, dk, dv, M, 0, kbits, s),
+                      "sizing the rows' sort");
+            } else {
+                cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
+                TC_CU(cub::DeviceRadixSort::SortPairs(nullptr, e, dk, dv, M, 0, kbits, s),
+                      "sizing the rows' sort");
+            }
             TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, f, (int64_t *)nullptr,
                                                 (int64_t *)nullptr, M + 1, s),
                   "sizing scan");
@@ -691,7 +709,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                 kernel<<<windows, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
                     nnz, in->base, windows, bub, wmax, cap, perm, pro,
-                    kPlace ? &sum->ordered : nullptr, kPlace ? nullptr : nblk, crange,
+                    kPlace && !galways ? &sum->ordered : nullptr, kPlace ? nullptr : nblk, crange,
                     kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
                     kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags);
@@ -707,16 +725,15 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         if (gperm) {
             // the plan's row offsets in the order (the sorted degrees scanned)
             TC_CU(order_rows(), "ordering the rows");
-            sorted_degrees<<<grid_for(M + 1, T), T, 0, s>>>(rk_sorted, M,
-                                                            reinterpret_cast<int64_t *>(rk_other));
-            TC_CU(cudaGetLastError(), "launching sorted_degrees");
-            TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes,
-                                                reinterpret_cast<int64_t *>(rk_other), pro,
-                                                M + 1, s),
+            int64_t *deg = reinterpret_cast<int64_t *>(rk0); // the keys are not needed now
+            ordered_degrees<<<grid_for(M + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, perm,
+                                                             M, nnz, in->base, deg);
+            TC_CU(cudaGetLastError(), "launching ordered_degrees");
+            TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, deg, pro, M + 1, s),
                   "the ordered rows' offsets");
         }
         TC_CU(local_pass(std::false_type()), "launching window_local (counting)");
-        if (gperm) { // the caller's order counted too, then the choice (summary->ordered)
+        if (gperm && !galways) { // the caller's order counted too, then the choice (summary->ordered)
             int32_t *const keep = perm;
             perm = nullptr;
             std::swap(nblk, nblk_id);
@@ -736,7 +753,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(local_pass(std::true_type()), "launching window_local (placing)");
         if (gperm) {
             fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
-                perm, &sum->ordered, M, (int64_t)windows * 16, m.win_row);
+                perm, galways ? nullptr : &sum->ordered, M, (int64_t)windows * 16, m.win_row);
             TC_CU(cudaGetLastError(), "launching fill_win_row");
         }
     } else {
@@ -828,9 +845,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     if (host.flags)
         goto invalid;
     m.blocks = host.blocks;
-    if (gsort)
+    if (galways)
         xo->gpu_ordered = 1;
-    if (gperm) {
+    else if (gperm) {
         xo->gpu_ordered = host.ordered != 0;
         xo->blocks_unordered = host.blocks_id;
         if (!host.ordered) { // the caller's order kept: the plan has no win_row

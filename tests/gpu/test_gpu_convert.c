@@ -156,10 +156,11 @@ static void compare_plan(const tc_dev_metcf *g, const tc_metcf *ref, const int64
 /* Rows ordered first-col on the GPU inside the conversion (CSR): the plan must be the CPU
  * reference's for the rows in the host's first-col order (the same permutation,
  * tc_reorder_compute), val_idx still the caller's positions, and win_row that permutation
- * padded with -1.  Variants: the window-local path (at most 2^18 columns), which also counts
- * the caller's order; there, with a gain of 99.9% asked for, the order is refused and the plan
- * is the unordered one, without win_row; and the sort (forced, or past 2^18 columns), which
- * always takes the order and does not count the caller's. */
+ * padded with -1.  Variants on the window-local path (at most 2^18 columns): the order always
+ * taken; a gain of 0 asked for (kept when it has at most the caller's order's blocks); a gain
+ * of 99.9% (refused: the plan is the unordered one, without win_row); the last two count the
+ * caller's order.  And the sort (forced, or past 2^18 columns), which always takes the order.
+ * The caller's order is counted only where a gain is asked for. */
 static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const void *d_off,
                                 const void *d_idx, int is64, int base, const char *name)
 {
@@ -189,22 +190,26 @@ static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const vo
                            .indices_64 = is64, .base = base,
                            .gpu_order = TC_GPU_ORDER_FIRST_COL, .gpu_order_min_gain = -1.0};
     const int local = m->cols <= (1 << 18);
-    for (int variant = local ? 0 : 2; variant < 3; variant++) {
-        const int refuse = variant == 1, sort = variant == 2;
+    for (int variant = local ? 0 : 3; variant < 4; variant++) {
+        const int gain0 = variant == 1, refuse = variant == 2, sort = variant == 3;
+        const int counted = gain0 || refuse;
         char label[200], err[256];
         snprintf(label, sizeof label, "%s, first-col on the GPU%s", name,
-                 refuse ? ", refused" : sort ? ", sort" : "");
-        in.gpu_order_min_gain = refuse ? 0.999 : -1.0;
+                 gain0 ? ", gain 0" : refuse ? ", refused" : sort ? ", sort" : "");
+        in.gpu_order_min_gain = refuse ? 0.999 : gain0 ? 0.0 : -1.0;
         tc_convert_extra x = {.sm_count = 132, .keep_scratch = 1 << 20, .method = sort};
-        cr_assert(tc_convert_can_order(&in, &x, !refuse), "%s: not ordered on the GPU", label);
+        cr_assert(tc_convert_can_order(&in, &x, !counted), "%s: not ordered on the GPU", label);
         cr_assert_eq(tc_convert_can_order(&in, &x, 0), !sort, "%s: AUTO on the GPU", label);
         tc_dev_metcf g;
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS,
                      "%s: %s", label, err);
         cr_assert_eq(x.used_local, !sort, "%s: path", label);
-        cr_assert_eq(x.blocks_unordered, sort ? 0 : plain->blocks, "%s: blocks unordered", label);
-        cr_assert_eq(x.gpu_ordered, !refuse, "%s: order taken", label);
-        if (refuse) {
+        cr_assert_eq(x.blocks_unordered, counted ? plain->blocks : 0, "%s: blocks unordered",
+                     label);
+        const int taken = refuse ? 0 : gain0 ? ref.blocks <= plain->blocks : 1;
+        cr_assert_eq(x.gpu_ordered, taken, "%s: order taken (%lld blocks ordered, %lld not)",
+                     label, (long long)ref.blocks, (long long)plain->blocks);
+        if (!taken) {
             cr_assert_null(g.win_row, "%s: win_row", label);
             check_extra(plain, &x, label);
             compare_plan(&g, plain, NULL, nnz, label);

@@ -95,7 +95,10 @@ static void check_stats(tcsparseHandle_t h, tcsparseSpMatDescr_t A, const reorde
             cr_assert_str_eq(tcsparseGetOrderingName((tcsparseOrdering_t)st.reorder_ordering),
                              r->only, "%s", label);
     }
-    cr_assert(st.reorder_nnz_per_block_before > 0, "%s", label);
+    /* first-col forced on CSR is ordered on the GPU, which then does not count the caller's
+     * order */
+    if (!(r->mode == TCSPARSE_REORDER_ALWAYS && r->only && strcmp(r->only, "first-col") == 0))
+        cr_assert(st.reorder_nnz_per_block_before > 0, "%s", label);
     cr_assert(fabs(st.reorder_nnz_per_block_after - st.mean_nnz_per_block) < 1e-9,
               "%s: after %.4f, plan %.4f", label, st.reorder_nnz_per_block_after,
               st.mean_nnz_per_block);
