@@ -908,18 +908,20 @@ __global__ void __launch_bounds__(kSmallScanThreads)
 // refused by the counting pass).  32-bit keys when both fields fit (fewer radix passes).  A
 // row with no valid column (empty, or only indices out of range, which the counting pass
 // flags) takes cols as its first column.  Offsets are clamped into [0, nnz] and a decreasing
-// pair reads as an empty row (check_offsets flags both, and every window-local kernel then
-// stops before reading a nonzero), so each row's range is inside [0, nnz].
+// pair reads as an empty row, so each row's range is inside [0, nnz]; once check_offsets (run
+// before on the stream) has flagged them, every row reads as empty here (invalid offsets may
+// overlap: [0, nnz, 0, nnz, ...] would make M / 2 rows of nnz each) and every window-local
+// kernel stops before reading a nonzero.
 template <int kLanes, class K> // lanes a row (8, or 32 for rows of 64 nonzeros on average)
 __global__ void row_first_col(const void *off, int off64, const void *idx, int idx64,
                               int64_t rows, int64_t cols, int64_t nnz, int base, int dbits,
-                              K *keys, int32_t *vals)
+                              const int *flags, K *keys, int32_t *vals)
 {
     const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t r = g / kLanes;
     const int l = (int)(g % kLanes);
     int64_t b = 0, e = 0;
-    if (r < rows)
+    if (r < rows && !(*reinterpret_cast<const volatile int *>(flags) & kBadOffsets))
         row_range(off, off64, r, nnz, base, b, e);
     int64_t fc = cols;
     for (int64_t j = b + l; j < e; j += kLanes) {

@@ -551,18 +551,18 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // (a forced chunk length of 1 on 4095 windows of many blocks would not be)
     const bool small_sched = (int64_t)windows + 1 <= kScheduleSmallMax && slots <= (1 << 18);
     // first-col on the GPU: the rows' keys (first column, degree), sorted stably by CUB into
-    // perm (the caller's row of each plan row); rk_sorted holds the sorted keys
+    // perm (the caller's row of each plan row); after check_offsets, which they read
     auto order_rows = [&]() -> cudaError_t {
         auto sort = [&](auto *k0, auto *k1) -> cudaError_t {
             using K = std::remove_pointer_t<decltype(k0)>;
             if (nnz >= 64 * M)
                 row_first_col<32, K><<<grid_for(M * 32, T), T, 0, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz,
-                    in->base, dbits, k0, rv0);
+                    in->base, dbits, &sum->flags, k0, rv0);
             else
                 row_first_col<8, K><<<grid_for(M * 8, T), T, 0, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, M, in->cols, nnz,
-                    in->base, dbits, k0, rv0);
+                    in->base, dbits, &sum->flags, k0, rv0);
             cudaError_t e = cudaGetLastError();
             if (e != cudaSuccess)
                 return e;

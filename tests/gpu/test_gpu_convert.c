@@ -372,21 +372,22 @@ Test(gpu_convert, empty_and_tiny)
 }
 
 /* A CSR structure with 32-bit indices (rows + 1 offsets, nnz indices) that both paths
- * (method 0: window by window where it applies, 1: the sort; 2: window by window with the
- * rows ordered on the GPU) must refuse with a message containing `needle` (any message when
- * NULL). */
+ * (method 0: window by window where it applies, 1: the sort) must refuse with a message
+ * containing `needle` (any message when NULL), also with the rows ordered first-col on the
+ * GPU (2: window by window, the order forced; 3: the same, both orders counted and one chosen;
+ * 4: through the sort). */
 static void refuse_csr(const int32_t *off, const int32_t *idx, int64_t rows, int64_t cols,
                        int64_t nnz, const char *needle, const char *what)
 {
-    for (int method = 0; method < 3; method++) {
+    for (int method = 0; method < 5; method++) {
         void *d_off = to_device(off, sizeof *off * (size_t)(rows + 1));
         void *d_col = to_device(idx, sizeof *idx * (size_t)nnz);
         tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = rows, .cols = cols,
                                .nnz = nnz, .offsets = d_off, .indices = d_col,
-                               .gpu_order = method == 2 ? TC_GPU_ORDER_FIRST_COL : 0,
-                               .gpu_order_min_gain = -1.0};
+                               .gpu_order = method >= 2 ? TC_GPU_ORDER_FIRST_COL : 0,
+                               .gpu_order_min_gain = method == 3 ? 0.0 : -1.0};
         tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132, .method = method == 1};
+        tc_convert_extra x = {.sm_count = 132, .method = method == 1 || method == 4};
         char err[256] = "";
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
                      TCSPARSE_STATUS_INVALID_VALUE, "%s accepted (method %d)", what, method);
@@ -405,6 +406,21 @@ Test(gpu_convert, rejects_bad_structure)
     refuse_csr(off, bad_col, 3, 3, 4, NULL, "column out of range");
     refuse_csr(off, dup_col, 3, 3, 4, NULL, "duplicate");
     refuse_csr(bad_off, dup_col, 3, 3, 4, NULL, "offsets");
+    /* Offsets that overlap, [0, nnz, 0, nnz, ...]: every other row would cover all of the
+     * nonzeros, M / 2 x nnz reads for a path that read them before refusing (the rows' keys
+     * of the GPU ordering must not). */
+    {
+        const int64_t n = 1 << 18;
+        int32_t *alt = malloc(sizeof *alt * (size_t)(n + 1)), *cols = malloc(sizeof *cols * (size_t)n);
+        for (int64_t r = 0; r <= n; r++)
+            alt[r] = r % 2 ? (int32_t)n : 0;
+        alt[n] = (int32_t)n;
+        for (int64_t e = 0; e < n; e++)
+            cols[e] = (int32_t)(e % 1000);
+        refuse_csr(alt, cols, n, 1000, n, "offsets", "overlapping offsets");
+        free(alt);
+        free(cols);
+    }
     /* a window longer than a thread block (the window-local path's bitmap): a duplicate, a
      * column past the end */
     {
