@@ -143,6 +143,18 @@ tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t mode);
 tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t *mode);
+/** The orderings the descriptor's plan chooses from with AUTO or ALWAYS: a bit mask, bit k for
+ *  tcsparseOrdering_t k (CLUSTER .. MINHASH); 0, the default, leaves it to the environment
+ *  variable TCSPARSE_REORDER_ORDERINGS (default: all four).  First-col alone
+ *  (1u << TCSPARSE_ORDERING_FIRST_COL) on a CSR matrix is ordered on the GPU inside the plan
+ *  build (milliseconds; with AUTO up to 2^18 columns); the others on the host (seconds on 10M
+ *  nonzeros).  An ordering named by TCSPARSE_REORDER still wins for a descriptor left at
+ *  TCSPARSE_REORDER_DEFAULT.  A change drops a plan already built.  A mask naming no ordering
+ *  (bit 0 alone) or a bit above MINHASH gives INVALID_VALUE. */
+tcsparseStatus_t tcsparseSpMatSetReorderOrderings(tcsparseConstSpMatDescr_t spMatDescr,
+                                                  unsigned orderings);
+tcsparseStatus_t tcsparseSpMatGetReorderOrderings(tcsparseConstSpMatDescr_t spMatDescr,
+                                                  unsigned *orderings);
 /** "identity", "cluster", "first-col", "degree" or "minhash"; NULL when out of range. */
 const char *tcsparseGetOrderingName(tcsparseOrdering_t ordering);
 

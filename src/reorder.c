@@ -758,6 +758,8 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
         if (m != 0 && !forced)
             mask &= m;
     }
+    if (d != NULL && d->reorder_orderings != 0 && !forced) /* the descriptor's list wins */
+        mask = d->reorder_orderings & TC_ORD_ALL_CANDIDATES;
     if (only)
         *only = mask;
     return mode;

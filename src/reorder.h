@@ -79,7 +79,8 @@ int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order
 /* The descriptor's effective mode: its own setting, else TCSPARSE_REORDER (0/off, 1/auto,
  * always, or an ordering name, which forces that ordering), else OFF.  *only, when not
  * NULL, receives the candidate mask (TC_ORD_ALL_CANDIDATES, or one ordering's bit),
- * narrowed by TCSPARSE_REORDER_ORDERINGS=name,name... */
+ * narrowed by TCSPARSE_REORDER_ORDERINGS=name,name..., or the descriptor's own list
+ * (tcsparseSpMatSetReorderOrderings) instead, unless TCSPARSE_REORDER forces one. */
 struct tcsparseSpMatDescr;
 int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only);
 

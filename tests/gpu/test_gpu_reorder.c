@@ -60,14 +60,18 @@ typedef struct {
     tcsparseReorder_t mode;
     const char *only; /* TCSPARSE_REORDER_ORDERINGS, or NULL */
     const char *name;
+    int by_descr;     /* `only` (first-col) set on the descriptor instead of the environment */
 } reorder_t;
 
 static void apply_reorder(tcsparseSpMatDescr_t A, const reorder_t *r)
 {
-    if (r->only)
+    if (r->only && !r->by_descr)
         setenv("TCSPARSE_REORDER_ORDERINGS", r->only, 1);
     else
         unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    if (r->by_descr)
+        cr_assert_eq(tcsparseSpMatSetReorderOrderings(A, 1u << TCSPARSE_ORDERING_FIRST_COL),
+                     TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(tcsparseSpMatSetReorder(A, r->mode), TCSPARSE_STATUS_SUCCESS);
 }
 
@@ -244,13 +248,14 @@ static void sddmm_case(const tc_csr *m, const prec_t *pr, int balanced, int K, f
 }
 
 static const reorder_t modes[] = {
-    {TCSPARSE_REORDER_OFF, NULL, "off"},
-    {TCSPARSE_REORDER_ALWAYS, "cluster", "cluster"},
-    {TCSPARSE_REORDER_ALWAYS, "first-col", "first-col"}, /* CSR: ordered on the GPU */
-    {TCSPARSE_REORDER_ALWAYS, "degree", "degree"},
-    {TCSPARSE_REORDER_ALWAYS, "minhash", "minhash"},
-    {TCSPARSE_REORDER_AUTO, NULL, "auto"},
-    {TCSPARSE_REORDER_AUTO, "first-col", "auto first-col (on the GPU)"},
+    {TCSPARSE_REORDER_OFF, NULL, "off", 0},
+    {TCSPARSE_REORDER_ALWAYS, "cluster", "cluster", 0},
+    {TCSPARSE_REORDER_ALWAYS, "first-col", "first-col", 0}, /* CSR: ordered on the GPU */
+    {TCSPARSE_REORDER_ALWAYS, "degree", "degree", 0},
+    {TCSPARSE_REORDER_ALWAYS, "minhash", "minhash", 0},
+    {TCSPARSE_REORDER_AUTO, NULL, "auto", 0},
+    {TCSPARSE_REORDER_AUTO, "first-col", "auto first-col (on the GPU)", 0},
+    {TCSPARSE_REORDER_AUTO, "first-col", "auto, first-col on the descriptor (on the GPU)", 1},
 };
 #define NMODES (sizeof modes / sizeof modes[0])
 
@@ -327,7 +332,7 @@ Test(gpu_reorder, environment_forces_an_ordering)
     tc_csr m;
     awkward(&m, &seed);
     setenv("TCSPARSE_REORDER", "degree", 1);
-    const reorder_t env = {TCSPARSE_REORDER_DEFAULT, NULL, "env"};
+    const reorder_t env = {TCSPARSE_REORDER_DEFAULT, NULL, "env", 0};
     for (int bal = 0; bal < 2; bal++)
         spmm_case(&m, &precs[0], bal, 16, 0.0f, &env, &seed);
     unsetenv("TCSPARSE_REORDER");

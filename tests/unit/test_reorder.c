@@ -313,8 +313,48 @@ Test(reorder, mode_from_environment_and_descriptor)
     cr_assert_eq(tcsparseSpMatSetReorder(NULL, TCSPARSE_REORDER_AUTO), TCSPARSE_STATUS_INVALID_VALUE);
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_ALWAYS), 0);
     cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_ALWAYS);
+
+    /* the descriptor's list of orderings: 0 leaves it to TCSPARSE_REORDER_ORDERINGS */
+    unsigned o = 99;
+    cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
+    cr_assert_eq(o, 0u);
+    setenv("TCSPARSE_REORDER_ORDERINGS", "degree,cluster", 1);
+    tc_reorder_mode(d, &mask);
+    cr_assert_eq(mask, (1u << TC_ORD_DEGREE) | (1u << TC_ORD_CLUSTER));
+    const unsigned fc = 1u << TCSPARSE_ORDERING_FIRST_COL;
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, fc), 0);
+    tc_reorder_mode(d, &mask);
+    cr_assert_eq(mask, fc, "the descriptor's list wins over the environment's");
+    cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
+    cr_assert_eq(o, fc);
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, 1u | fc), 0); /* the caller's order: implied */
+    cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
+    cr_assert_eq(o, fc);
+    const unsigned bad[] = {1u, 1u << 5, fc | (1u << 5), 0x80000000u};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, bad[i]), TCSPARSE_STATUS_INVALID_VALUE,
+                     "mask 0x%x accepted", bad[i]);
+        cr_assert(strstr(tcsparseGetLastErrorMessage(), "names no ordering") != NULL);
+        cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
+        cr_assert_eq(o, fc, "a refused mask changed the list");
+    }
+    cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, NULL), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(NULL, fc), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatGetReorderOrderings(NULL, &o), TCSPARSE_STATUS_INVALID_VALUE);
+    /* an ordering named by TCSPARSE_REORDER forces itself on a descriptor left at DEFAULT */
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_DEFAULT), 0);
+    setenv("TCSPARSE_REORDER", "minhash", 1);
+    cr_assert_eq(tc_reorder_mode(d, &mask), TCSPARSE_REORDER_ALWAYS);
+    cr_assert_eq(mask, 1u << TC_ORD_MINHASH);
+    setenv("TCSPARSE_REORDER", "1", 1);
+    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, 0), 0);
+    tc_reorder_mode(d, &mask);
+    cr_assert_eq(mask, TC_ORD_ALL_CANDIDATES);
+
     cr_assert_eq(tcsparseDestroySpMat(d), 0);
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_AUTO), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, fc), TCSPARSE_STATUS_INVALID_VALUE);
     unsetenv("TCSPARSE_REORDER");
 }
 
