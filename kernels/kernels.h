@@ -81,9 +81,8 @@ typedef struct {
     int used_local;           /* the window-local path ran (else the sort) */
     int gpu_ordered;          /* the rows were ordered on the GPU (in->gpu_order taken and
                                * the order kept): the plan has win_row */
-    long long blocks_unordered; /* with in->gpu_order and a gain asked for (min_gain >= 0, on
-                                 * the window-local path): the blocks of the caller's order
-                                 * (else 0: not counted) */
+    long long blocks_unordered; /* with in->gpu_order and a gain asked for (min_gain >= 0):
+                                 * the blocks of the caller's order (else 0: not counted) */
     int64_t empty_windows, max_blocks_per_window;
     int64_t hist[16];         /* tcsparseMetcfStats_t's blocks_per_window_hist */
     int32_t chunk_blocks, nchunks, nsplit;
@@ -104,11 +103,9 @@ tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
                                 tc_convert_extra *x, cudaStream_t stream, char *err,
                                 size_t errlen);
 void tc_dev_metcf_free(tc_dev_metcf *m);
-/* Whether tc_convert_gpu orders the rows itself for in->gpu_order: CSR without row_new, and
- * either the window-local path (at most 2^18 columns, the sort not forced: with a gain asked
- * for, the order is counted against the caller's and kept or not) or always != 0 (the order
- * always taken, the caller's not counted; through the sort for wider matrices). */
-int tc_convert_can_order(const tc_convert_input *in, const tc_convert_extra *x, int always);
+/* Whether tc_convert_gpu orders the rows itself for in->gpu_order: CSR without row_new (on the
+ * window-local path, or through the sort for wider matrices or when the sort is forced). */
+int tc_convert_can_order(const tc_convert_input *in);
 
 /* ---- conversion with row reordering (host code: src/reorder.c, docs/reorder.md) ---- */
 

@@ -895,10 +895,10 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
         return tc_convert_gpu(in, out, x, stream, err, errlen);
 
     /* first-col alone, CSR: ordered on the GPU inside the conversion (the same permutation as
-     * the host's, docs/reorder.md).  AUTO (window-local path only): counted against the
-     * caller's order and kept or not; ALWAYS: kept, the caller's order not counted */
+     * the host's, docs/reorder.md).  AUTO: counted against the caller's order and kept or
+     * not; ALWAYS: kept, the caller's order not counted */
     const int always = info->mode == TCSPARSE_REORDER_ALWAYS;
-    if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in, x, always)) {
+    if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in)) {
         tc_convert_input gin = *in;
         gin.gpu_order = TC_GPU_ORDER_FIRST_COL;
         gin.gpu_order_min_gain = always ? -1.0 : min_gain();

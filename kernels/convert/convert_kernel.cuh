@@ -984,7 +984,8 @@ __global__ void __launch_bounds__(kChooseThreads)
     if (!take)
         for (int32_t w = threadIdx.x; w < windows; w += kChooseThreads) {
             nblk[w] = nblk_id[w];
-            crange[w] = crange_id[w];
+            if (crange != nullptr) // (the window-local path's)
+                crange[w] = crange_id[w];
         }
 }
 

@@ -389,11 +389,9 @@ extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
     *m = tc_dev_metcf{};
 }
 
-extern "C" int tc_convert_can_order(const tc_convert_input *in, const tc_convert_extra *x,
-                                    int always)
+extern "C" int tc_convert_can_order(const tc_convert_input *in)
 {
-    return in->format == TCSPARSE_FORMAT_CSR && in->row_new == nullptr &&
-           (always || (in->cols <= tc::kLocalMaxCols && x->method != 1 && local_ready()));
+    return in->format == TCSPARSE_FORMAT_CSR && in->row_new == nullptr;
 }
 
 extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
@@ -469,15 +467,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         }
     }
     xo->used_local = local && nnz > 0;
-    // Rows ordered on the GPU (first-col): on the window-local path (gperm), with a gain asked
-    // for both orders counted and one chosen on the device; through the sort (wider
-    // matrices) only when the order is always taken (gsort: the sort is the build's cost, and
-    // counting the caller's order too would need a second one), as the permutation row_new
-    // would be.
+    // Rows ordered on the GPU (first-col): on the window-local path (gperm) or through the sort
+    // (gsort: wider matrices; the permutation as row_new would be).  With a gain asked for,
+    // both orders are counted and one chosen on the device (through the sort that costs a
+    // second sort of the nonzeros, and a third when the caller's order is kept).
     const bool gwant = csr && nnz > 0 && in->rows > 1 && in->row_new == nullptr &&
                        in->gpu_order == TC_GPU_ORDER_FIRST_COL;
     const bool gperm = gwant && local;
-    const bool gsort = gwant && !local && in->gpu_order_min_gain < 0;
+    const bool gsort = gwant && !local;
     const bool gkeys = gperm || gsort;
     // the order always taken: the caller's order is not counted (window-local path too)
     const bool galways = gkeys && in->gpu_order_min_gain < 0;
@@ -757,44 +754,85 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cudaGetLastError(), "launching fill_win_row");
         }
     } else {
-        cub::DoubleBuffer<unsigned long long> dk(k0, k1);
-        cub::DoubleBuffer<int32_t> dv(v0, v1);
         const int32_t *rnew = in->row_new;
+        const unsigned long long *ks = nullptr;
+        const int32_t *vs = nullptr;
+        // The nonzeros' keys for the rows placed by r (row_new, or NULL: as they are), sorted
+        // into ks and vs; then (count) their columns numbered and each window's blocks counted.
+        auto sorted = [&](const int32_t *r) -> cudaError_t {
+            cub::DoubleBuffer<unsigned long long> dk(k0, k1);
+            cub::DoubleBuffer<int32_t> dv(v0, v1);
+            cudaError_t e;
+            if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
+                unsigned *k32 = reinterpret_cast<unsigned *>(k1);
+                make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
+                                                         in->indices, in->indices_64, in->rows,
+                                                         in->cols, nnz, in->base, cbits, r, k32,
+                                                         v0, &sum->flags);
+                if ((e = cudaGetLastError()) != cudaSuccess)
+                    return e;
+                cub::DoubleBuffer<unsigned> d32(k32, k32 + nnz);
+                if ((e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, d32, dv, nnz, 0,
+                                                         shift + wbits, s)) != cudaSuccess)
+                    return e;
+                widen_keys<<<grid_for(nnz, T), T, 0, s>>>(d32.Current(), nnz, k0);
+                ks = k0;
+            } else {
+                make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
+                                                         in->indices, in->indices_64, in->rows,
+                                                         in->cols, nnz, in->base, cbits, r, k0,
+                                                         v0, &sum->flags);
+                if ((e = cudaGetLastError()) != cudaSuccess)
+                    return e;
+                if ((e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0,
+                                                         shift + wbits, s)) != cudaSuccess)
+                    return e;
+                ks = dk.Current();
+            }
+            vs = dv.Current();
+            return cudaGetLastError();
+        };
+        auto count = [&](int32_t *cnt) -> cudaError_t {
+            mark_heads<<<grid_for(nnz, T), T, 0, s>>>(ks, nnz, head, &sum->flags);
+            cudaError_t e = cub::DeviceScan::InclusiveSum(cub, cub_bytes, head, dist, nnz, s);
+            if (e != cudaSuccess)
+                return e;
+            window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(ks, dist, nnz, windows,
+                                                                           shift, cnt, dfirst);
+            return cudaGetLastError();
+        };
         if (gsort) { // the order as a permutation of the rows, as the host's row_new
             TC_CU(order_rows(), "ordering the rows");
             invert_perm<<<grid_for(M, T), T, 0, s>>>(perm, M, row_new);
             TC_CU(cudaGetLastError(), "launching invert_perm");
             rnew = row_new;
         }
-        if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
-            unsigned *k32 = reinterpret_cast<unsigned *>(k1);
-            make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
-                                                     in->indices, in->indices_64, in->rows,
-                                                     in->cols, nnz, in->base, cbits, rnew,
-                                                     k32, v0, &sum->flags);
-            TC_CU(cudaGetLastError(), "launching make_keys");
-            cub::DoubleBuffer<unsigned> d32(k32, k32 + nnz);
-            TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, d32, dv, nnz, 0, shift + wbits, s),
-                  "sorting by column");
-            widen_keys<<<grid_for(nnz, T), T, 0, s>>>(d32.Current(), nnz, k0);
-            TC_CU(cudaGetLastError(), "launching widen_keys");
-        } else {
-            make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
-                                                     in->indices, in->indices_64, in->rows,
-                                                     in->cols, nnz, in->base, cbits, rnew,
-                                                     k0, v0, &sum->flags);
-            TC_CU(cudaGetLastError(), "launching make_keys");
-            TC_CU(cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0, shift + wbits, s),
-                  "sorting by column");
+        const bool choose = gsort && !galways;
+        if (choose) { // the caller's order counted first
+            TC_CU(sorted(nullptr), "sorting by column (caller's order)");
+            TC_CU(alloc_plan(), "allocating the plan");
+            TC_CU(count(nblk_id), "counting blocks (caller's order)");
         }
-        TC_CU(alloc_plan(), "allocating the plan");
-        const unsigned long long *ks = dk.Current();
-        const int32_t *vs = dv.Current();
-        mark_heads<<<grid_for(nnz, T), T, 0, s>>>(ks, nnz, head, &sum->flags);
-        TC_CU(cub::DeviceScan::InclusiveSum(cub, cub_bytes, head, dist, nnz, s),
-              "numbering columns");
-        window_blocks<<<grid_for((int64_t)windows + 1, T), T, 0, s>>>(ks, dist, nnz, windows,
-                                                                       shift, nblk, dfirst);
+        TC_CU(sorted(rnew), "sorting by column");
+        if (!choose)
+            TC_CU(alloc_plan(), "allocating the plan");
+        TC_CU(count(nblk), "counting blocks");
+        if (choose) {
+            // The choice on the device, read back: the keys sorted last are the ordered rows';
+            // the caller's order kept means sorting its keys again (a third sort, where
+            // counting both orders without keeping both would take twice the scratch).
+            choose_order<<<1, kChooseThreads, 0, s>>>(nblk_id, nullptr, nblk, nullptr, windows,
+                                                      in->gpu_order_min_gain, sum);
+            TC_CU(cudaGetLastError(), "launching choose_order");
+            int taken = 0;
+            TC_CU(cudaMemcpyAsync(&taken, &sum->ordered, sizeof taken, cudaMemcpyDeviceToHost, s),
+                  "reading the order's choice");
+            TC_CU(cudaStreamSynchronize(s), "choosing the order");
+            if (!taken) {
+                TC_CU(sorted(nullptr), "sorting by column (caller's order kept)");
+                TC_CU(count(nblk), "counting blocks (caller's order kept)");
+            }
+        }
         TC_CU(window_offsets(), "window offsets");
         side.mark();
         TC_CU(cudaMemsetAsync(m.blk_col, 0xff, sizeof(int32_t) * 8 * (size_t)bub, s), "padding");
@@ -807,7 +845,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(cudaGetLastError(), "launching place_values");
         if (gsort) {
             fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
-                perm, nullptr, M, (int64_t)windows * 16, m.win_row);
+                perm, galways ? nullptr : &sum->ordered, M, (int64_t)windows * 16, m.win_row);
             TC_CU(cudaGetLastError(), "launching fill_win_row");
         }
     }
@@ -847,7 +885,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     m.blocks = host.blocks;
     if (galways)
         xo->gpu_ordered = 1;
-    else if (gperm) {
+    else if (gkeys) {
         xo->gpu_ordered = host.ordered != 0;
         xo->blocks_unordered = host.blocks_id;
         if (!host.ordered) { // the caller's order kept: the plan has no win_row

@@ -156,11 +156,11 @@ static void compare_plan(const tc_dev_metcf *g, const tc_metcf *ref, const int64
 /* Rows ordered first-col on the GPU inside the conversion (CSR): the plan must be the CPU
  * reference's for the rows in the host's first-col order (the same permutation,
  * tc_reorder_compute), val_idx still the caller's positions, and win_row that permutation
- * padded with -1.  Variants on the window-local path (at most 2^18 columns): the order always
- * taken; a gain of 0 asked for (kept when it has at most the caller's order's blocks); a gain
- * of 99.9% (refused: the plan is the unordered one, without win_row); the last two count the
- * caller's order.  And the sort (forced, or past 2^18 columns), which always takes the order.
- * The caller's order is counted only where a gain is asked for. */
+ * padded with -1.  Variants, on the window-local path (at most 2^18 columns) and through the
+ * sort (forced, or past 2^18 columns): the order always taken; a gain of 0 asked for (kept
+ * when it has at most the caller's order's blocks); a gain of 99.9% (refused: the plan is the
+ * unordered one, without win_row).  The caller's order is counted only where a gain is asked
+ * for. */
 static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const void *d_off,
                                 const void *d_idx, int is64, int base, const char *name)
 {
@@ -190,16 +190,16 @@ static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const vo
                            .indices_64 = is64, .base = base,
                            .gpu_order = TC_GPU_ORDER_FIRST_COL, .gpu_order_min_gain = -1.0};
     const int local = m->cols <= (1 << 18);
-    for (int variant = local ? 0 : 3; variant < 4; variant++) {
-        const int gain0 = variant == 1, refuse = variant == 2, sort = variant == 3;
+    cr_assert(tc_convert_can_order(&in), "%s: not ordered on the GPU", name);
+    for (int variant = local ? 0 : 3; variant < 6; variant++) {
+        /* 0-2 window by window, 3-5 through the sort; forced, a gain of 0, a gain of 99.9% */
+        const int sort = variant >= 3, gain0 = variant % 3 == 1, refuse = variant % 3 == 2;
         const int counted = gain0 || refuse;
         char label[200], err[256];
-        snprintf(label, sizeof label, "%s, first-col on the GPU%s", name,
-                 gain0 ? ", gain 0" : refuse ? ", refused" : sort ? ", sort" : "");
+        snprintf(label, sizeof label, "%s, first-col on the GPU%s%s", name, sort ? ", sort" : "",
+                 gain0 ? ", gain 0" : refuse ? ", refused" : "");
         in.gpu_order_min_gain = refuse ? 0.999 : gain0 ? 0.0 : -1.0;
         tc_convert_extra x = {.sm_count = 132, .keep_scratch = 1 << 20, .method = sort};
-        cr_assert(tc_convert_can_order(&in, &x, !counted), "%s: not ordered on the GPU", label);
-        cr_assert_eq(tc_convert_can_order(&in, &x, 0), !sort, "%s: AUTO on the GPU", label);
         tc_dev_metcf g;
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err), TCSPARSE_STATUS_SUCCESS,
                      "%s: %s", label, err);
@@ -375,19 +375,19 @@ Test(gpu_convert, empty_and_tiny)
  * (method 0: window by window where it applies, 1: the sort) must refuse with a message
  * containing `needle` (any message when NULL), also with the rows ordered first-col on the
  * GPU (2: window by window, the order forced; 3: the same, both orders counted and one chosen;
- * 4: through the sort). */
+ * 4 and 5: the same through the sort). */
 static void refuse_csr(const int32_t *off, const int32_t *idx, int64_t rows, int64_t cols,
                        int64_t nnz, const char *needle, const char *what)
 {
-    for (int method = 0; method < 5; method++) {
+    for (int method = 0; method < 6; method++) {
         void *d_off = to_device(off, sizeof *off * (size_t)(rows + 1));
         void *d_col = to_device(idx, sizeof *idx * (size_t)nnz);
         tc_convert_input in = {.format = TCSPARSE_FORMAT_CSR, .rows = rows, .cols = cols,
                                .nnz = nnz, .offsets = d_off, .indices = d_col,
                                .gpu_order = method >= 2 ? TC_GPU_ORDER_FIRST_COL : 0,
-                               .gpu_order_min_gain = method == 3 ? 0.0 : -1.0};
+                               .gpu_order_min_gain = method == 3 || method == 5 ? 0.0 : -1.0};
         tc_dev_metcf g;
-        tc_convert_extra x = {.sm_count = 132, .method = method == 1 || method == 4};
+        tc_convert_extra x = {.sm_count = 132, .method = method == 1 || method >= 4};
         char err[256] = "";
         cr_assert_eq(tc_convert_gpu(&in, &g, &x, 0, err, sizeof err),
                      TCSPARSE_STATUS_INVALID_VALUE, "%s accepted (method %d)", what, method);
