@@ -147,7 +147,7 @@ tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
  *  tcsparseOrdering_t k (CLUSTER .. MINHASH); 0, the default, leaves it to the environment
  *  variable TCSPARSE_REORDER_ORDERINGS (default: all four).  First-col alone
  *  (1u << TCSPARSE_ORDERING_FIRST_COL) on a CSR matrix is ordered on the GPU inside the plan
- *  build (milliseconds; with AUTO up to 2^18 columns); the others on the host (seconds on 10M
+ *  build (milliseconds); the others on the host (seconds on 10M
  *  nonzeros).  An ordering named by TCSPARSE_REORDER still wins for a descriptor left at
  *  TCSPARSE_REORDER_DEFAULT.  A change drops a plan already built.  A mask naming no ordering
  *  (bit 0 alone) or a bit above MINHASH gives INVALID_VALUE. */
