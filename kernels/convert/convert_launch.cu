@@ -629,10 +629,12 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                              2 * align16(4 * w1) + (small_sched ? 1 : 3) * align16(8 * w1) +
                              align16(sizeof(summary)) +
                              align16(cub_bytes) + 16 +
-                             (gkeys ? 3 * align16(8 * ((size_t)M + 1)) + 3 * align16(4 * (size_t)M) +
-                                          align16(4 * ((size_t)windows + 1)) +
-                                          align16(8 * ((size_t)windows + 1))
-                                    : 0);
+                             (gkeys ? 2 * align16(8 * ((size_t)M + 1)) + 2 * align16(4 * (size_t)M)
+                                    : 0) +
+                             (gperm ? align16(8 * ((size_t)M + 1)) : 0) +
+                             (gsort ? align16(4 * (size_t)M) : 0) +
+                             (gkeys && !galways ? align16(4 * ((size_t)windows + 1)) : 0) +
+                             (gperm && !galways ? align16(8 * ((size_t)windows + 1)) : 0);
         TC_CU(x.alloc(total, xo->keep_scratch), "allocating scratch");
         k0 = x.take<unsigned long long>(8 * n);
         k1 = x.take<unsigned long long>(8 * n);
@@ -648,15 +650,19 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         pscan = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
         sum = x.take<summary>(sizeof(summary));
         cub = x.take<char>(cub_bytes);
-        if (gkeys) {
+        if (gkeys) { // each only where it is used (NULL elsewhere)
             rk0 = x.take<unsigned long long>(8 * ((size_t)M + 1));
             rk1 = x.take<unsigned long long>(8 * ((size_t)M + 1));
-            pro = x.take<int64_t>(8 * ((size_t)M + 1));
             rv0 = x.take<int32_t>(4 * (size_t)M);
             rv1 = x.take<int32_t>(4 * (size_t)M);
-            row_new = x.take<int32_t>(4 * (size_t)M);
-            nblk_id = x.take<int32_t>(4 * ((size_t)windows + 1));
-            crange_id = x.take<int2>(8 * ((size_t)windows + 1));
+            if (gperm) // the ordered rows' offsets
+                pro = x.take<int64_t>(8 * ((size_t)M + 1));
+            if (gsort) // the permutation as the sort path's row_new
+                row_new = x.take<int32_t>(4 * (size_t)M);
+            if (!galways) // the caller's order counted
+                nblk_id = x.take<int32_t>(4 * ((size_t)windows + 1));
+            if (gperm && !galways)
+                crange_id = x.take<int2>(8 * ((size_t)windows + 1));
         }
     }
     {
