@@ -118,7 +118,7 @@ struct tcsparseSpMatDescr {
     int reorder;
     /* orderings the plan may choose from, bit k = tcsparseOrdering_t k (reorder_api.c); 0 =
      * TCSPARSE_REORDER_ORDERINGS decides */
-    unsigned reorder_orderings;
+    int reorder_orderings;
     /* Unique per descriptor created (never 0): keys the handles' CSR_ALG3 workspaces, which
      * a descriptor created later at the same address must not find. */
     uint64_t serial;

@@ -759,7 +759,7 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
             mask &= m;
     }
     if (d != NULL && d->reorder_orderings != 0 && !forced) /* the descriptor's list wins */
-        mask = d->reorder_orderings & TC_ORD_ALL_CANDIDATES;
+        mask = (unsigned)d->reorder_orderings & TC_ORD_ALL_CANDIDATES;
     if (only)
         *only = mask;
     return mode;

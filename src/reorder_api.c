@@ -5,6 +5,37 @@
 #include "plan.h"
 #include "reorder.h"
 
+/* A reordering setting of the descriptor (d->reorder or d->reorder_orderings) set under its
+ * lock; the settings belong to the plan, a cache, so const descriptors take them too, and a
+ * change drops a plan built with the old one. */
+static void set_setting(tcsparseConstSpMatDescr_t spMatDescr, int *field, int v)
+{
+    struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
+    tc_spmat_lock(d);
+    if (*field != v) {
+        *field = v;
+        tc_plan_invalidate(d);
+    }
+    tc_spmat_unlock(d);
+}
+
+/* A getter's checks (the descriptor alive, somewhere to write), then the setting read under
+ * the descriptor's lock into *v. */
+static tcsparseStatus_t get_setting(const char *fn, tcsparseConstSpMatDescr_t d,
+                                    const int *field, const void *out, const char *out_name,
+                                    int *v)
+{
+    if (!tc_spmat_ok(d))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "%s: spMatDescr is NULL or destroyed",
+                            fn);
+    if (out == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "%s: %s is NULL", fn, out_name);
+    tc_spmat_lock(d);
+    *v = *field;
+    tc_spmat_unlock(d);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t mode)
 {
@@ -16,14 +47,7 @@ tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetReorder: mode %d is not a tcsparseReorder_t "
                             "(DEFAULT 0, OFF 1, AUTO 2, ALWAYS 3)", (int)mode);
-    /* the setting belongs to the plan, a cache: const descriptors take it too */
-    struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
-    tc_spmat_lock(d);
-    if (d->reorder != (int)mode) {
-        d->reorder = (int)mode;
-        tc_plan_invalidate(d);
-    }
-    tc_spmat_unlock(d);
+    set_setting(spMatDescr, &((struct tcsparseSpMatDescr *)spMatDescr)->reorder, (int)mode);
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -31,15 +55,12 @@ tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t *mode)
 {
     tc_error_clear();
-    if (!tc_spmat_ok(spMatDescr))
-        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                            "tcsparseSpMatGetReorder: spMatDescr is NULL or destroyed");
-    if (mode == NULL)
-        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tcsparseSpMatGetReorder: mode is NULL");
-    tc_spmat_lock(spMatDescr);
-    *mode = (tcsparseReorder_t)spMatDescr->reorder;
-    tc_spmat_unlock(spMatDescr);
-    return TCSPARSE_STATUS_SUCCESS;
+    int v = 0;
+    tcsparseStatus_t st = get_setting("tcsparseSpMatGetReorder", spMatDescr,
+                                      spMatDescr ? &spMatDescr->reorder : NULL, mode, "mode", &v);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        *mode = (tcsparseReorder_t)v;
+    return st;
 }
 
 tcsparseStatus_t tcsparseSpMatSetReorderOrderings(tcsparseConstSpMatDescr_t spMatDescr,
@@ -54,14 +75,8 @@ tcsparseStatus_t tcsparseSpMatSetReorderOrderings(tcsparseConstSpMatDescr_t spMa
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetReorderOrderings: mask 0x%x names no ordering or "
                             "one past TCSPARSE_ORDERING_MINHASH (bits 1-4)", orderings);
-    struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
-    tc_spmat_lock(d);
-    const unsigned m = orderings & TC_ORD_ALL_CANDIDATES;
-    if (d->reorder_orderings != m) {
-        d->reorder_orderings = m;
-        tc_plan_invalidate(d);
-    }
-    tc_spmat_unlock(d);
+    set_setting(spMatDescr, &((struct tcsparseSpMatDescr *)spMatDescr)->reorder_orderings,
+                (int)(orderings & TC_ORD_ALL_CANDIDATES));
     return TCSPARSE_STATUS_SUCCESS;
 }
 
@@ -69,16 +84,13 @@ tcsparseStatus_t tcsparseSpMatGetReorderOrderings(tcsparseConstSpMatDescr_t spMa
                                                   unsigned *orderings)
 {
     tc_error_clear();
-    if (!tc_spmat_ok(spMatDescr))
-        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                            "tcsparseSpMatGetReorderOrderings: spMatDescr is NULL or destroyed");
-    if (orderings == NULL)
-        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
-                            "tcsparseSpMatGetReorderOrderings: orderings is NULL");
-    tc_spmat_lock(spMatDescr);
-    *orderings = spMatDescr->reorder_orderings;
-    tc_spmat_unlock(spMatDescr);
-    return TCSPARSE_STATUS_SUCCESS;
+    int v = 0;
+    tcsparseStatus_t st = get_setting("tcsparseSpMatGetReorderOrderings", spMatDescr,
+                                      spMatDescr ? &spMatDescr->reorder_orderings : NULL,
+                                      orderings, "orderings", &v);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        *orderings = (unsigned)v;
+    return st;
 }
 
 const char *tcsparseGetOrderingName(tcsparseOrdering_t ordering)
