@@ -512,7 +512,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         const size_t a_col = a_off + align16(4 * ((size_t)bub + 1));
         const size_t a_val = a_col + 32 * (size_t)bub, a_pos = a_val + align16(4 * (size_t)nnz);
         const size_t a_ch = a_pos + align16((size_t)nnz), a_sp = a_ch + 16 * (size_t)slots;
-        const size_t a_wr = align16(a_sp + 4 * (size_t)windows); // win_row (gperm)
+        const size_t a_wr = align16(a_sp + 4 * (size_t)windows); // win_row (gkeys)
         dev_bytes = gkeys ? a_wr + 4 * 16 * (size_t)windows : a_sp + 4 * (size_t)windows + 1;
         char *base = nullptr;
         cudaError_t e = cudaErrorMemoryAllocation;
@@ -603,7 +603,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cub::DeviceScan::ExclusiveSum(nullptr, d, (unsigned long long *)nullptr,
                                                 (unsigned long long *)nullptr, windows + 1, s),
                   "sizing scan");
-        if (gkeys) { // the rows' keys sorted, (gperm) their degrees scanned
+        if (gkeys) { // the rows' keys sorted, (gperm) the ordered degrees scanned
             size_t e = 0, f = 0;
             cub::DoubleBuffer<int32_t> dv(nullptr, nullptr);
             if (key32) {
@@ -726,7 +726,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             return cudaGetLastError();
         };
         if (gperm) {
-            // the plan's row offsets in the order (the sorted degrees scanned)
+            // the plan's row offsets in the order (the ordered rows' degrees scanned)
             TC_CU(order_rows(), "ordering the rows");
             int64_t *deg = reinterpret_cast<int64_t *>(rk0); // the keys are not needed now
             ordered_degrees<<<grid_for(M + 1, T), T, 0, s>>>(in->offsets, in->offsets_64, perm,
