@@ -1,6 +1,7 @@
-/* tcsparse-bench-sddmm: times tcsparseSDDMM (routed, forced tensor-core base and chunked)
- * against cusparseSDDMM in one run, with CUDA events, warm-up and the median of repeated
- * runs; prints a table and optionally writes CSV.  The matrix given is C's pattern; A is
+/* tcsparse-bench-sddmm: times tcsparseSDDMM (routed, forced tensor-core base and chunked;
+ * with --reorder both again on a plan with reordered rows) against cusparseSDDMM in one run,
+ * with CUDA events, warm-up and the median of repeated runs; prints a table and optionally
+ * writes CSV.  The matrix given is C's pattern; A is
  * M x K row-major and B is K x N column-major (cuSPARSE's fastest layout and the tensor-core
  * kernel's), C = A·B ∘ spy(C) with alpha = 1, beta = 0. */
 #define _POSIX_C_SOURCE 200809L
@@ -26,11 +27,15 @@ typedef struct {
     int np;
     int reps, warm;
     int check;
+    int reorder; /* 0: no reordered variants; else the tcsparseReorder_t of their plan */
     FILE *csv;
 } opts_t;
 
-enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_CUSPARSE, V_COUNT };
-static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "cusparse"};
+/* cuSPARSE last: the variants are prepared from the last down, its result the reference */
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CUSPARSE, V_COUNT };
+static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "tc-base-reordered",
+                                     "tc-balanced-reordered", "cusparse"};
+static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
 
 #define CK(call)                                                                           \
     do {                                                                                   \
@@ -106,7 +111,7 @@ typedef struct {
     tcsparseHandle_t tc;
     cusparseSpMatDescr_t cuC;
     cusparseDnMatDescr_t cuA, cuB;
-    tcsparseSpMatDescr_t tcC;
+    tcsparseSpMatDescr_t tcC, tcC_r; /* tcC_r: the same arrays, plan with reordered rows */
     tcsparseDnMatDescr_t tcA, tcB;
     void *buf[V_COUNT];
     cudaEvent_t e0, e1;
@@ -115,7 +120,13 @@ typedef struct {
 static tcsparseRoute_t route_of(int v)
 {
     return v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
-           : v == V_TC_BASE ? TCSPARSE_ROUTE_TC_BASE : TCSPARSE_ROUTE_TC_BALANCED;
+           : v == V_TC_BASE || v == V_TC_BASE_R ? TCSPARSE_ROUTE_TC_BASE
+                                                : TCSPARSE_ROUTE_TC_BALANCED;
+}
+
+static tcsparseSpMatDescr_t descr_of(const ctx_t *c, int v)
+{
+    return is_reordered(v) ? c->tcC_r : c->tcC;
 }
 
 /* Runs variant v once; returns 0 on success. */
@@ -126,7 +137,7 @@ static int run_variant(ctx_t *c, int v)
         tcsparseSetRoute(c->tc, route_of(v));
         return tcsparseSDDMM(c->tc, TCSPARSE_OPERATION_NON_TRANSPOSE,
                              TCSPARSE_OPERATION_NON_TRANSPOSE, &one, c->tcA, c->tcB, &zero,
-                             c->tcC, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT,
+                             descr_of(c, v), CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT,
                              c->buf[v]) != TCSPARSE_STATUS_SUCCESS;
     }
     return cusparseSDDMM(c->cu, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
@@ -141,11 +152,12 @@ static int prepare_variant(ctx_t *c, int v)
     size_t sz = 0;
     if (v != V_CUSPARSE) {
         tcsparseSetRoute(c->tc, route_of(v));
-        if (tcsparseSDDMM_bufferSize(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC, CUDA_R_32F,
-                                     TCSPARSE_SDDMM_ALG_DEFAULT, &sz) != TCSPARSE_STATUS_SUCCESS)
+        if (tcsparseSDDMM_bufferSize(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, descr_of(c, v),
+                                     CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT,
+                                     &sz) != TCSPARSE_STATUS_SUCCESS)
             return 1;
         CK(cudaMalloc(&c->buf[v], sz + 16));
-        return tcsparseSDDMM_preprocess(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, c->tcC,
+        return tcsparseSDDMM_preprocess(c->tc, 0, 0, &one, c->tcA, c->tcB, &zero, descr_of(c, v),
                                         CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, c->buf[v]) != 0;
     }
     if (cusparseSDDMM_bufferSize(c->cu, 0, 0, &one, c->cuA, c->cuB, &zero, c->cuC, CUDA_R_32F,
@@ -217,6 +229,23 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     double conv_ms = now_ms() - t0;
     if (!have_plan)
         fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
+    /* --reorder: a second descriptor on the same arrays whose plan reorders rows */
+    tcsparseMetcfStats_t st_r;
+    double conv_r_ms = 0;
+    memset(&st_r, 0, sizeof st_r);
+    if (o->reorder) {
+        tcsparseCreateCsr(&c.tcC_r, M, N, nnz, d_off, d_col, d_C, TCSPARSE_INDEX_32I,
+                          TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, ct);
+        tcsparseSpMatSetReorder(c.tcC_r, (tcsparseReorder_t)o->reorder);
+        t0 = now_ms();
+        if (tcsparseSpMatGetMetcfStats(c.tc, c.tcC_r, &st_r) != TCSPARSE_STATUS_SUCCESS) {
+            fprintf(stderr, "  no reordered tensor-core plan: %s\n",
+                    tcsparseGetLastErrorMessage());
+            tcsparseDestroySpMat(c.tcC_r);
+            c.tcC_r = NULL;
+        }
+        conv_r_ms = now_ms() - t0;
+    }
 
     float ms[V_COUNT];
     int want[V_COUNT] = {0};
@@ -226,6 +255,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     for (int v = V_COUNT - 1; v >= 0; v--) { /* cuSPARSE first: its result is the reference */
         ms[v] = -1;
         err[v] = NAN;
+        if (is_reordered(v) && c.tcC_r == NULL)
+            continue;
         if (prepare_variant(&c, v)) {
             cudaGetLastError();
             continue;
@@ -264,8 +295,9 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                     }
                 }
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
-            } else if (ri.path != (v == V_TC_BASE ? TCSPARSE_PATH_TC_BASE
-                                                  : TCSPARSE_PATH_TC_BALANCED)) {
+            } else if (ri.path != (route_of(v) == TCSPARSE_ROUTE_TC_BASE
+                                       ? TCSPARSE_PATH_TC_BASE
+                                       : TCSPARSE_PATH_TC_BALANCED)) {
                 /* a forced route falls back to cuSPARSE where the kernels cannot run: that
                  * time must not be reported as the tensor cores' */
                 fprintf(stderr, "  %s: ran as %s (%s); not timed\n", vname[v], ri.kernel,
@@ -287,7 +319,15 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     printf("%-28s nnz=%-10lld K=%-4d %-6s conv=%.2fms nnz/blk=%.2f nnz/win=%.1f route=%s (%d calls "
            "measuring)\n", input, (long long)nnz, K, prec, conv_ms,
            have_plan ? st.mean_nnz_per_block : 0.0, per_win, route_kernel, explore_calls);
+    const char *ord = c.tcC_r ? tcsparseGetOrderingName((tcsparseOrdering_t)st_r.reorder_ordering)
+                              : "";
+    if (o->reorder)
+        printf("    reordered plan: %s, nnz/blk %.2f -> %.2f, reorder %.1f ms of conv %.1f ms\n",
+               c.tcC_r ? ord : "n/a", st_r.reorder_nnz_per_block_before,
+               st_r.reorder_nnz_per_block_after, st_r.reorder_ms, conv_r_ms);
     for (int v = 0; v < V_COUNT; v++) {
+        if (is_reordered(v) && !o->reorder)
+            continue;
         if (ms[v] < 0) {
             printf("    %-12s %10s\n", vname[v], "n/a");
             continue;
@@ -299,11 +339,15 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             printf("  relerr=%.2e", err[v]);
         printf("\n");
         if (o->csv)
-            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.1f,%.3f,%.3e,%.3f,%.3f,%.2f,%s,%d\n",
+            fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.1f,%.3f,%.3e,%.3f,%.3f,%.2f,%s,%d,"
+                            "%s,%.3f,%.3f\n",
                     input, (long long)M, (long long)N, (long long)nnz, K, prec, vname[v], ms[v],
-                    flop / ms[v] / 1e6, bytes / ms[v] / 1e6, x, err[v], conv_ms,
+                    flop / ms[v] / 1e6, bytes / ms[v] / 1e6, x, err[v],
+                    is_reordered(v) ? conv_r_ms : conv_ms,
                     have_plan ? st.mean_nnz_per_block : 0.0, per_win, route_kernel,
-                    v == V_ROUTED ? explore_calls : 0);
+                    v == V_ROUTED ? explore_calls : 0, is_reordered(v) ? ord : "",
+                    is_reordered(v) ? st_r.reorder_ms : 0.0,
+                    is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0);
     }
     fflush(stdout);
     for (int v = 0; v < V_COUNT; v++)
@@ -312,6 +356,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     cusparseDestroyDnMat(c.cuA);
     cusparseDestroyDnMat(c.cuB);
     tcsparseDestroySpMat(c.tcC);
+    if (c.tcC_r)
+        tcsparseDestroySpMat(c.tcC_r);
     tcsparseDestroyDnMat(c.tcA);
     tcsparseDestroyDnMat(c.tcB);
     tcsparseDestroy(c.tc);
@@ -340,7 +386,13 @@ static void usage(FILE *f)
             "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
             "               line stands for the directory in TC_DATA_DIR\n"
             "  --csv FILE   also write CSV rows to FILE\n"
-            "  --no-check   skip the comparison against cuSPARSE's result\n");
+            "  --no-check   skip the comparison against cuSPARSE's result\n"
+            "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
+            "               the same pattern on a plan with reordered rows (always: the best\n"
+            "               ordering by block count, the default here; auto: only with a gain\n"
+            "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10; candidates from\n"
+            "               TCSPARSE_REORDER_ORDERINGS); the header line and CSV add the\n"
+            "               ordering, reorder ms and nnz/block after\n");
 }
 
 /* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
@@ -415,9 +467,14 @@ int main(int argc, char **argv)
                 return 2;
             }
             fprintf(o.csv, "input,rows,cols,nnz,K,prec,variant,ms,gflops,gbps,x_cusparse,"
-                           "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route,explore_calls\n");
+                           "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route,explore_calls,"
+                           "reorder,reorder_ms,nnz_per_block_reordered\n");
         } else if (!strcmp(a, "--no-check")) {
             o.check = 0;
+        } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {
+            o.reorder = TCSPARSE_REORDER_ALWAYS;
+        } else if (!strcmp(a, "--reorder=auto")) {
+            o.reorder = TCSPARSE_REORDER_AUTO;
         } else if (a[0] == '-') {
             fprintf(stderr, "tcsparse-bench-sddmm: unknown option %s\n", a);
             usage(stderr);
