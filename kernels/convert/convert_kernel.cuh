@@ -701,9 +701,9 @@ struct summary {
     int flags;
     int32_t blocks, chunk_blocks, nchunks, nsplit;
     unsigned long long empty, maxb, hist[16];
-    // rows ordered on the GPU: blocks in the caller's order and in the ordered one, and
-    // whether the plan takes the order (choose_order)
-    long long blocks_id, blocks_ord;
+    // rows ordered on the GPU: blocks in the caller's order, and whether the plan takes the
+    // order (choose_order)
+    long long blocks_id;
     int ordered;
 };
 
@@ -956,8 +956,8 @@ __global__ void ordered_degrees(const void *off, int off64, const int32_t *perm,
 // The plan's order from the two counting passes (one thread block): the ordered rows when
 // their blocks are at most (1 - min_gain) of the caller's order's (min_gain < 0: always),
 // else the caller's order, whose counts and column ranges then replace the ordered ones in
-// nblk and crange, which the scan and the placing pass read.  The totals
-// and the choice go to the summary, which the placing pass and fill_win_row read.
+// nblk and crange, which the scan and the placing pass read.  The caller's order's total and
+// the choice go to the summary, which the placing pass and fill_win_row read.
 constexpr int kChooseThreads = 1024;
 __global__ void __launch_bounds__(kChooseThreads)
     choose_order(const int32_t *nblk_id, const int2 *crange_id, int32_t *nblk, int2 *crange,
@@ -977,7 +977,6 @@ __global__ void __launch_bounds__(kChooseThreads)
     if (threadIdx.x == 0) {
         take = min_gain < 0 || (double)b <= (1.0 - min_gain) * (double)a;
         sum->blocks_id = a;
-        sum->blocks_ord = b;
         sum->ordered = take;
     }
     __syncthreads();

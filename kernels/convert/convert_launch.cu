@@ -754,11 +754,6 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         TC_CU(window_offsets(), "window offsets");
         side.mark();
         TC_CU(local_pass(std::true_type()), "launching window_local (placing)");
-        if (gperm) {
-            fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
-                perm, galways ? nullptr : &sum->ordered, M, (int64_t)windows * 16, m.win_row);
-            TC_CU(cudaGetLastError(), "launching fill_win_row");
-        }
     } else {
         const int32_t *rnew = in->row_new;
         const unsigned long long *ks = nullptr;
@@ -768,14 +763,17 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         auto sorted = [&](const int32_t *r) -> cudaError_t {
             cub::DoubleBuffer<unsigned long long> dk(k0, k1);
             cub::DoubleBuffer<int32_t> dv(v0, v1);
+            auto keys = [&](auto *k) { // 32- or 64-bit keys, the caller's positions in v0
+                make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
+                                                         in->indices, in->indices_64, in->rows,
+                                                         in->cols, nnz, in->base, cbits, r, k,
+                                                         v0, &sum->flags);
+                return cudaGetLastError();
+            };
             cudaError_t e;
             if (narrow) { // 32-bit keys in k1's bytes, widened into k0 after the sort
                 unsigned *k32 = reinterpret_cast<unsigned *>(k1);
-                make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
-                                                         in->indices, in->indices_64, in->rows,
-                                                         in->cols, nnz, in->base, cbits, r, k32,
-                                                         v0, &sum->flags);
-                if ((e = cudaGetLastError()) != cudaSuccess)
+                if ((e = keys(k32)) != cudaSuccess)
                     return e;
                 cub::DoubleBuffer<unsigned> d32(k32, k32 + nnz);
                 if ((e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, d32, dv, nnz, 0,
@@ -784,11 +782,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                 widen_keys<<<grid_for(nnz, T), T, 0, s>>>(d32.Current(), nnz, k0);
                 ks = k0;
             } else {
-                make_keys<<<grid_for(nnz, T), T, 0, s>>>(csr, csc, in->offsets, in->offsets_64,
-                                                         in->indices, in->indices_64, in->rows,
-                                                         in->cols, nnz, in->base, cbits, r, k0,
-                                                         v0, &sum->flags);
-                if ((e = cudaGetLastError()) != cudaSuccess)
+                if ((e = keys(k0)) != cudaSuccess)
                     return e;
                 if ((e = cub::DeviceRadixSort::SortPairs(cub, cub_bytes, dk, dv, nnz, 0,
                                                          shift + wbits, s)) != cudaSuccess)
@@ -849,11 +843,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         place_values<<<grid_for(nnz, T), T, 0, s>>>(ks, vs, dist, m.win_off, dfirst, occ,
                                                     m.blk_off, nnz, shift, m.blk_pos, m.val_idx);
         TC_CU(cudaGetLastError(), "launching place_values");
-        if (gsort) {
-            fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
-                perm, galways ? nullptr : &sum->ordered, M, (int64_t)windows * 16, m.win_row);
-            TC_CU(cudaGetLastError(), "launching fill_win_row");
-        }
+    }
+    if (gkeys) { // win_row: the permutation (either path), unless the caller's order was kept
+        fill_win_row<<<grid_for((int64_t)windows * 16, T), T, 0, s>>>(
+            perm, galways ? nullptr : &sum->ordered, M, (int64_t)windows * 16, m.win_row);
+        TC_CU(cudaGetLastError(), "launching fill_win_row");
     }
     // The schedule, beside the placing pass (SideFork): one thread block for at most
     // kScheduleSmallMax - 1 windows, else three kernels.  Their CUB workspace is the one the
