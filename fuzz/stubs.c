@@ -28,3 +28,9 @@ int tc_convert_can_order(const tc_convert_input *in)
     fprintf(stderr, "fuzz stub: tc_convert_can_order called\n");
     abort();
 }
+
+void tc_spmm_plan_ready(void)
+{
+    fprintf(stderr, "fuzz stub: tc_spmm_plan_ready called\n");
+    abort();
+}

@@ -159,6 +159,10 @@ typedef struct {
 /* Launches the tensor-core SpMM on the stream (no allocation, no synchronisation). */
 tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char *err,
                                 size_t errlen);
+/* Once per process, after a plan is built (never inside a stream capture): the function
+ * attributes some SpMM kernel instances need (the wide-L1 carveout, spmm_launch.cu), set on
+ * the current device. */
+void tc_spmm_plan_ready(void);
 /* Name of the kernel tc_spmm_launch would run, for logs. */
 const char *tc_spmm_kernel_name(const tc_spmm_args *a);
 /* Warps per thread block and the maximum number of resident thread blocks per SM of the

@@ -239,22 +239,50 @@ __device__ __forceinline__ void store_row(const SpmmParams &p, int64_t row, int6
 
 // C = beta * C on the rows of the windows listed (those the balanced kernel accumulates into
 // atomically), through win_row when the plan is reordered.  beta = 0 writes zeros without
-// reading C.
+// reading C.  A warp a row: the row's place is worked out once (no 64-bit division per
+// element), and its elements go in 16-byte pieces where C allows (c_vec), scalar otherwise
+// and for the tail past the last whole piece.
+template <class CT>
+__device__ __forceinline__ CT scaled(CT x, float beta)
+{
+    return from_f<CT>(beta != 0.0f ? beta * to_f(x) : 0.0f);
+}
+
 template <class CT>
 __global__ void scale_windows(const SpmmParams p, const int32_t *wins, int32_t nwins)
 {
+    constexpr int E = 16 / (int)sizeof(CT);
     const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    const int64_t per_win = (int64_t)kWinRows * p.N;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < per_win * nwins;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t w = wins[i / per_win];
-        int64_t r = w * kWinRows + (i % per_win) / p.N, c = i % p.N;
+    const int lane = threadIdx.x & 31;
+    const int64_t nrows = (int64_t)nwins * kWinRows;
+    const int64_t step = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t k = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); k < nrows;
+         k += step) {
+        int64_t r = (int64_t)wins[k / kWinRows] * kWinRows + k % kWinRows;
         if (p.win_row != nullptr)
             r = __ldg(&p.win_row[r]);
         if (r < 0 || r >= p.M)
             continue;
-        CT *q = static_cast<CT *>(p.C) + r * p.ldc + c;
-        *q = from_f<CT>(beta != 0.0f ? beta * to_f(*q) : 0.0f);
+        CT *row = static_cast<CT *>(p.C) + r * p.ldc;
+        int64_t c0 = 0;
+        if (p.c_vec) {
+            const int64_t nv = p.N / E;
+            uint4 *vrow = reinterpret_cast<uint4 *>(row);
+            for (int64_t v = lane; v < nv; v += 32) {
+                uint4 u = make_uint4(0u, 0u, 0u, 0u);
+                if (beta != 0.0f) {
+                    u = vrow[v];
+                    CT *x = reinterpret_cast<CT *>(&u);
+#pragma unroll
+                    for (int e = 0; e < E; ++e)
+                        x[e] = scaled<CT>(x[e], beta);
+                }
+                vrow[v] = u;
+            }
+            c0 = nv * E;
+        }
+        for (int64_t c = c0 + lane; c < p.N; c += 32)
+            row[c] = beta != 0.0f ? scaled<CT>(row[c], beta) : from_f<CT>(0.0f);
     }
 }
 

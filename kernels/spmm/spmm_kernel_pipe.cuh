@@ -402,7 +402,10 @@ __device__ __forceinline__ void mma_block(float (&acc)[J][4], const AFrag &a,
 
 // Dynamic shared memory: pipe_smem_bytes<P, J, R>(warps, S) (the 48 KB check above is for R = 1;
 // R = 2 fits it for FP32 J = 4 with up to 4 ring slots, not for J = 8).
-template <class P, class CT, int J, bool kBalanced, int S, int R = 1>
+// kWideL1: the same kernel as a separate instance, whose launcher asks for a smaller shared
+// memory carveout (more L1, fewer resident thread blocks; spmm_launch.cu, wide_l1).  A
+// function attribute holds for every launch of an instance, hence the second instance.
+template <class P, class CT, int J, bool kBalanced, int S, int R = 1, bool kWideL1 = false>
 __global__ void __launch_bounds__(kMaxCtaWarps * 32, R == 1 ? PipeMinBlocks<P, J>::value : 0)
     spmm_pipe_kernel(const SpmmParams p)
 {

@@ -39,6 +39,27 @@ int env_int(const char *name)
     return e ? atoi(e) : 0;
 }
 
+// The wide-L1 form of the plain TF32 J = 4 pipelined kernel (3-slot ring): the same code
+// with a shared memory carveout of kWideL1Carveout percent, i.e. 164 KB of the H100's 228 KB
+// for shared memory, 6 resident thread blocks of 26 KB instead of 8, and about 92 KB of L1
+// instead of about 48 KB.  Measured on the H100 (docs/performance.md, "Fifteenth session"):
+// it pays where blocks are sparse (the kernel is then a gather of B rows, and L1 hits are
+// what it lacks: R-MAT, uniform random, mdual, 8-10 nonzeros a block, 2-8% faster at
+// N = 128 and 256) and costs where they are denser (PROTEINS_full replicas at 12.6-15.2, up
+// to 4% slower; the BlogCatalog replicas at 10.8, 2%) or when a thread block is one warp
+// (N <= 32: 3-13% slower everywhere).  The threshold of 10 is fitted to those ten inputs.
+// The attribute is set once per process, after the first plan's build, on the device then
+// current (tc_spmm_plan_ready; a hint: a device where it did not take runs the kernel with
+// the default carveout).
+constexpr int kWideL1Carveout = 72;
+constexpr double kWideL1MaxNnzPerBlock = 10.0;
+
+template <bool kBal>
+void *wide_l1_fn()
+{
+    return (void *)spmm::spmm_pipe_kernel<Tf32, float, 4, kBal, spmm::kPipeStagesTf32, 1, true>;
+}
+
 // FP32: J = 4 (32 columns per warp: 80-96 registers; J = 8 needs 128-165 and was no faster
 // on the H100), 16-bit types J = 8 (16-byte B pieces).  TCSPARSE_SPMM_J=8 forces FP32 to 8,
 // a tuning knob for tcsparse-bench.
@@ -102,6 +123,25 @@ int pipe_stages(bool wanted)
                : spmm::default_stages<P>();
 }
 
+// Whether a call takes the wide-L1 instance (see wide_l1_fn): plain TF32, J = 4, the
+// default 3-slot ring, at least two warps a thread block (N > 32), and a plan of fewer than
+// kWideL1MaxNnzPerBlock nonzeros a block.  TCSPARSE_SPMM_WIDE_L1=1 takes it for every plain
+// TF32 J = 4 call on the default ring, 0 never (tuning knobs for tcsparse-bench).
+bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
+{
+    static const int forced = [] {
+        const char *e = getenv("TCSPARSE_SPMM_WIDE_L1");
+        return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
+    }();
+    if (a->ab_type != TC_T_F32 || !a->tf32 || j != 4 || S != spmm::kPipeStagesTf32 ||
+        a->plan == nullptr || forced == 0)
+        return false;
+    if (forced == 1)
+        return true;
+    const tc_dev_metcf *m = a->plan;
+    return warps >= 2 && m->blocks > 0 && (double)m->nnz < kWideL1MaxNnzPerBlock * m->blocks;
+}
+
 // The kernel tc_spmm_launch runs for these arguments, its name and its dynamic shared memory.
 struct Pick {
     void *fn;
@@ -136,9 +176,17 @@ Pick pick_kernel(const tc_spmm_args *a, bool balanced)
     const bool cf = a->c_type == TC_T_F32, pp = pipe_wanted(a);
     switch (a->ab_type) {
     case TC_T_F32:
-        if (a->tf32)
-            return j == 4 ? pick_of<Tf32, float, 4>(balanced, w, pp, tf32_4)
-                          : pick_of<Tf32, float, 8>(balanced, w, pp, tf32_8);
+        if (a->tf32) {
+            if (j == 4) {
+                const Pick k = pick_of<Tf32, float, 4>(balanced, w, pp, tf32_4);
+                const int S = pipe_stages<Tf32, 4>(pp);
+                if (wide_l1(a, j, S, w))
+                    return Pick{balanced ? wide_l1_fn<true>() : wide_l1_fn<false>(),
+                                "tc_spmm_tf32_j4_pipe_l1", k.smem};
+                return k;
+            }
+            return pick_of<Tf32, float, 8>(balanced, w, pp, tf32_8);
+        }
         return j == 4 ? pick_of<Tf32x3, float, 4>(balanced, w, pp, x3_4)
                       : pick_of<Tf32x3, float, 8>(balanced, w, pp, x3_8);
     case TC_T_F16:
@@ -179,12 +227,26 @@ SpmmParams make_params(const tc_spmm_args *a)
 template <class CT>
 void launch_scale(const SpmmParams &p, const int32_t *wins, int32_t n, cudaStream_t s)
 {
-    int64_t work = (int64_t)n * kWinRows * p.N;
-    int64_t grid = (work + 255) / 256;
+    // a warp a row, 8 rows a thread block
+    const int64_t grid = ((int64_t)n * kWinRows + 7) / 8;
     scale_windows<CT><<<(unsigned)(grid < 4096 ? grid : 4096), 256, 0, s>>>(p, wins, n);
 }
 
 } // namespace
+
+extern "C" void tc_spmm_plan_ready(void)
+{
+    // Set at a plan's build, which synchronises and so never runs inside a stream capture
+    // (where an attribute call could invalidate the capture), rather than at a launch.
+    static const bool done = [] {
+        for (void *f : {wide_l1_fn<false>(), wide_l1_fn<true>()})
+            if (cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     kWideL1Carveout) != cudaSuccess)
+                (void)cudaGetLastError();
+        return true;
+    }();
+    (void)done;
+}
 
 extern "C" const char *tc_spmm_kernel_name(const tc_spmm_args *a)
 {

@@ -881,7 +881,7 @@ typedef struct {
     const char *var[2], *val[2];
     const char *expect;  /* in the kernel's name (NULL: see reject) */
     const char *reject;  /* never in it */
-    int fp32_only;       /* the expectation holds for FP32 kernels only */
+    int fp32_only;       /* the expectation holds for FP32 kernels only (2: plain TF32 only) */
 } knob_set;
 
 static const knob_set knob_sets[] = {
@@ -891,6 +891,8 @@ static const knob_set knob_sets[] = {
     {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"6", NULL}, "_pipe6", NULL, 0},
     {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"8", NULL}, "_pipe8", NULL, 0},
     {{"TCSPARSE_SPMM_J", NULL}, {"8", NULL}, "_j8_pipe", NULL, 1},
+    {{"TCSPARSE_SPMM_WIDE_L1", NULL}, {"1", NULL}, "_j4_pipe_l1", NULL, 2},
+    {{"TCSPARSE_SPMM_WIDE_L1", NULL}, {"0", NULL}, "_pipe", "_l1", 0},
 };
 
 /* a parameter is copied into the test's process: an index, not pointers */
@@ -929,7 +931,8 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
                              kc->var[1] ? "=" : "", kc->var[1] ? kc->val[1] : "", specs[f],
                              ns[i], precs[p].n, bal ? "balanced" : "base");
                     run_case(&m, &k, label);
-                    if (kc->fp32_only && precs[p].ab != CUDA_R_32F)
+                    if ((kc->fp32_only && precs[p].ab != CUDA_R_32F) ||
+                        (kc->fp32_only == 2 && !precs[p].tf32))
                         continue;
                     const int ok = (kc->expect == NULL || strstr(last_kernel, kc->expect) != NULL) &&
                                    (kc->reject == NULL || strstr(last_kernel, kc->reject) == NULL);
@@ -941,6 +944,44 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
                     cr_assert(ok, "%s: ran %s", label, last_kernel);
 #endif
                 }
+        tc_csr_free(&m);
+    }
+}
+
+/* The wide-L1 instance (spmm_launch.cu, wide_l1) by its default rule: plain TF32 on a plan of
+ * fewer than 10 nonzeros a block with at least two warps a thread block (N > 32); not for
+ * dense blocks, one-warp thread blocks or 3xTF32.  Every call is checked against the CPU
+ * reference as well, base and balanced (the balanced kernel with beta != 0 through its
+ * scaling pass). */
+Test(gpu_spmm, wide_l1_rule)
+{
+    TC_REQUIRE_GPU();
+    if (getenv("TCSPARSE_SPMM_WIDE_L1") != NULL || getenv("TCSPARSE_SPMM_J") != NULL ||
+        getenv("TCSPARSE_SPMM_PIPE") != NULL || getenv("TCSPARSE_SPMM_PIPE_STAGES") != NULL)
+        cr_skip_test("a kernel knob is set in the environment");
+    static const struct {
+        const char *spec;
+        int N, prec, wide; /* prec: index in all_precs */
+    } cases[] = {
+        {"uniform:3001:2999:9", 100, 1, 1}, /* 8 nonzeros a block: sparse */
+        {"uniform:3001:2999:9", 64, 1, 1},
+        {"uniform:3001:2999:9", 32, 1, 0},  /* one warp a thread block */
+        {"uniform:3001:2999:9", 100, 0, 0}, /* 3xTF32 */
+        {"banded:3001:6", 100, 1, 0},       /* dense blocks */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tc_csr m;
+        gen_or_fail(cases[c].spec, &m);
+        for (int bal = 0; bal < 2; bal++) {
+            spmm_case k = prec_case(cases[c].N, &all_precs[cases[c].prec], bal, bal);
+            k.beta = bal ? 0.75f : 0.0f;
+            char label[160];
+            snprintf(label, sizeof label, "%s N=%d %s %s", cases[c].spec, cases[c].N,
+                     all_precs[cases[c].prec].n, bal ? "balanced" : "base");
+            run_case(&m, &k, label);
+            const int wide = strstr(last_kernel, "_pipe_l1") != NULL;
+            cr_assert_eq(wide, cases[c].wide, "%s: ran %s", label, last_kernel);
+        }
         tc_csr_free(&m);
     }
 }
