@@ -34,3 +34,9 @@ void tc_spmm_plan_ready(void)
     fprintf(stderr, "fuzz stub: tc_spmm_plan_ready called\n");
     abort();
 }
+
+void tc_sddmm_plan_ready(void)
+{
+    fprintf(stderr, "fuzz stub: tc_sddmm_plan_ready called\n");
+    abort();
+}

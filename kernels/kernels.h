@@ -163,6 +163,7 @@ tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char
  * attributes some SpMM kernel instances need (the wide-L1 carveout, spmm_launch.cu), set on
  * the current device. */
 void tc_spmm_plan_ready(void);
+void tc_sddmm_plan_ready(void); /* the same for the SDDMM kernels (sddmm_launch.cu) */
 /* Name of the kernel tc_spmm_launch would run, for logs. */
 const char *tc_spmm_kernel_name(const tc_spmm_args *a);
 /* Warps per thread block and the maximum number of resident thread blocks per SM of the

@@ -458,6 +458,7 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     }
     p->bytes = x.dev_bytes;
     tc_spmm_plan_ready(); /* outside any stream capture: a plan build synchronises */
+    tc_sddmm_plan_ready();
     tc_metcf_counts c = {.rows = p->dev.rows, .cols = p->dev.cols, .nnz = p->dev.nnz,
                          .windows = p->dev.windows, .blocks = p->dev.blocks,
                          .empty_windows = x.empty_windows,

@@ -219,7 +219,10 @@ __device__ __forceinline__ void write_pair(const Params &p, Tile *tiles,
 
 // Dynamic shared memory: pipe_smem_bytes(nk, S), nk = chunks of K (at least 1, at most
 // kPipeMaxChunks).  K = 0 runs one chunk of zeros, so every nonzero is still written.
-template <class P, class CT, int S>
+// kWideL1: the same kernel as a separate instance, whose launcher asks for a smaller shared
+// memory carveout (sddmm_launch.cu, wide_l1; a function attribute holds for every launch of
+// an instance).
+template <class P, class CT, int S, bool kWideL1 = false>
 __global__ void __launch_bounds__(kThreads, pipe_min_blocks_per_sm<P>())
     sddmm_pipe_kernel(const Params p)
 {

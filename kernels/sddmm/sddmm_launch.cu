@@ -58,10 +58,41 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
     return (void *)sddmm_pipe_kernel<P, CT, 3>;
 }
 
+// The wide-L1 form of the plain TF32 pipelined kernel (default 3-slot ring): the same code
+// with a shared memory carveout of kWideL1Carveout percent (fewer resident thread blocks, more
+// L1).  As for SpMM (spmm_launch.cu, wide_l1; docs/performance.md, "Fifteenth session"): it
+// pays where blocks are sparse, the kernel then being a gather of B's columns (R-MAT, uniform
+// random, mdual: 4-14% faster at K = 128, 4-15% at K = 256) and costs where they are denser
+// (PROTEINS_full replicas, NotreDame_www: 7-9% slower at K = 128), hence the same threshold of
+// 10 nonzeros a block; at K = 32 it costs on the sparse inputs too (R-MAT and mdual 5-8%
+// slower), hence K > 32 (K = 33-127 was not measured).  TCSPARSE_SDDMM_WIDE_L1=1 takes it
+// for every plain TF32 call on the default ring, 0 never (tuning knobs for
+// tcsparse-bench-sddmm).  The attribute is set by tc_sddmm_plan_ready.
+constexpr int kWideL1Carveout = 72;
+constexpr double kWideL1MaxNnzPerBlock = 10.0;
+
+bool wide_l1(const tc_sddmm_args *a, int S)
+{
+    static const int forced = [] {
+        const char *e = getenv("TCSPARSE_SDDMM_WIDE_L1");
+        return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
+    }();
+    if (a->ab_type != TC_T_F32 || a->c_type != TC_T_F32 || !a->tf32 || S != kPipeStages ||
+        a->plan == nullptr || forced == 0)
+        return false;
+    if (forced == 1)
+        return true;
+    const tc_dev_metcf *m = a->plan;
+    return a->K > 32 && m->blocks > 0 && (double)m->nnz < kWideL1MaxNnzPerBlock * m->blocks;
+}
+
+void *wide_l1_fn() { return (void *)sddmm_pipe_kernel<Tf32, float, kPipeStages, true>; }
+
 // Instantiations: every (precision, C type) the router can ask for, in both variants.  The
 // base and the chunked schedule share one kernel (SDDMM blocks never add into each other's
-// output).
-void *pick_kernel(const tc_sddmm_args *a, const char **name)
+// output).  allow_wide: false for the occupancy query (the selector's model was fitted
+// without the wide-L1 instance).
+void *pick_kernel(const tc_sddmm_args *a, const char **name, bool allow_wide = true)
 {
     static const char *const tf32[3] = {"tc_sddmm_tf32_pipe2", "tc_sddmm_tf32_pipe",
                                         "tc_sddmm_tf32_pipe4"};
@@ -77,6 +108,10 @@ void *pick_kernel(const tc_sddmm_args *a, const char **name)
         if (a->c_type != TC_T_F32)
             break;
         if (a->tf32) {
+            if (S > 0 && allow_wide && wide_l1(a, S)) {
+                *name = "tc_sddmm_tf32_pipe_l1";
+                return wide_l1_fn();
+            }
             if (S > 0)
                 return pipe_kernel<Tf32, float>(S, tf32, name);
             *name = "tc_sddmm_tf32";
@@ -164,10 +199,22 @@ extern "C" const char *tc_sddmm_kernel_name(const tc_sddmm_args *a)
     return name;
 }
 
+extern "C" void tc_sddmm_plan_ready(void)
+{
+    // as tc_spmm_plan_ready: at a plan's build, never inside a stream capture
+    static const bool done = [] {
+        if (cudaFuncSetAttribute(wide_l1_fn(), cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 kWideL1Carveout) != cudaSuccess)
+            (void)cudaGetLastError();
+        return true;
+    }();
+    (void)done;
+}
+
 extern "C" tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *blocks_per_sm)
 {
     const char *name = "unknown";
-    void *fn = pick_kernel(a, &name);
+    void *fn = pick_kernel(a, &name, false);
     *blocks_per_sm = 0;
     if (fn == nullptr)
         return TCSPARSE_STATUS_NOT_SUPPORTED;

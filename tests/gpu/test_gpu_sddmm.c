@@ -86,6 +86,8 @@ static double urand(void) { return tc_test_rand_uniform(&seed); }
 
 /* Runs one case with C's pattern m and checks it; returns the relative error and, when path
  * is not NULL, the path taken. */
+static char last_kernel[64]; /* the kernel of run_case's last execution */
+
 static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, tcsparsePath_t *path)
 {
     const int64_t M = m->rows, N = m->cols, nnz = m->nnz, K = k->K;
@@ -186,6 +188,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
+        snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
         if (k->route == TCSPARSE_ROUTE_TC_BASE)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
         if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
@@ -287,6 +290,45 @@ Test(gpu_sddmm, banded_and_blocks)
     cr_assert_eq(tc_gen_blocks(2003, 16, 300, 5, &m), 0);
     sweep(&m, "blocks", ks, 2);
     tc_csr_free(&m);
+}
+
+/* The wide-L1 instance (sddmm_launch.cu, wide_l1) by its default rule: plain TF32 on a plan
+ * of fewer than 10 nonzeros a block and K > 32; not for dense blocks, 3xTF32 or K <= 32.
+ * Every call is checked against the CPU reference as well, base and balanced, K = 17, 33
+ * and 128. */
+Test(gpu_sddmm, wide_l1_rule)
+{
+    TC_REQUIRE_GPU();
+    if (getenv("TCSPARSE_SDDMM_WIDE_L1") != NULL || getenv("TCSPARSE_SDDMM_PIPE") != NULL ||
+        getenv("TCSPARSE_SDDMM_PIPE_STAGES") != NULL)
+        cr_skip_test("a kernel knob is set in the environment");
+    static const struct {
+        const char *spec;
+        int tf32, wide;
+    } cases[] = {
+        {"uniform:3001:2999:9", 1, 1}, /* 8 nonzeros a block: sparse */
+        {"uniform:3001:2999:9", 0, 0}, /* 3xTF32 */
+        {"banded:3001:6", 1, 0},       /* dense blocks */
+    };
+    static const int64_t ks[] = {17, 33, 128};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tc_csr m;
+        gen_or_fail(cases[c].spec, &m);
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+            for (int bal = 0; bal < 2; bal++) {
+                sddmm_case k = base_case(ks[ki]);
+                k.tf32 = cases[c].tf32;
+                k.route = bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+                k.beta = bal ? 0.5f : 0.0f;
+                char label[160];
+                snprintf(label, sizeof label, "%s K=%lld %s %s", cases[c].spec, (long long)ks[ki],
+                         cases[c].tf32 ? "tf32" : "3xtf32", bal ? "balanced" : "base");
+                run_case(&m, &k, label, NULL);
+                const int wide = strstr(last_kernel, "_pipe_l1") != NULL;
+                cr_assert_eq(wide, cases[c].wide && ks[ki] > 32, "%s: ran %s", label, last_kernel);
+            }
+        tc_csr_free(&m);
+    }
 }
 
 /* One dense row (a window of hundreds of blocks: many groups, split into chunks), every
