@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include "../kernels.h"
+#include "../metcf_rules.h"
 #include "../occupancy_cache.cuh"
 #include "sddmm_kernel_pipe.cuh"
 
@@ -59,8 +60,8 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 }
 
 // The wide-L1 form of the plain TF32 pipelined kernel (default 3-slot ring): the same code
-// with a shared memory carveout of kWideL1Carveout percent (fewer resident thread blocks, more
-// L1).  As for SpMM (spmm_launch.cu, wide_l1; docs/performance.md, "Fifteenth session"): it
+// with a shared memory carveout of TC_WIDE_L1_CARVEOUT percent (fewer resident thread blocks,
+// more L1).  As for SpMM (spmm_launch.cu, wide_l1; docs/performance.md, "Fifteenth session"): it
 // pays where blocks are sparse, the kernel then being a gather of B's columns (R-MAT, uniform
 // random, mdual: 4-14% faster at K = 128, 4-15% at K = 256) and costs where they are denser
 // (PROTEINS_full replicas, NotreDame_www: 7-9% slower at K = 128), hence the same threshold of
@@ -68,8 +69,6 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 // slower), hence K > 32 (K = 33-127 was not measured).  TCSPARSE_SDDMM_WIDE_L1=1 takes it
 // for every plain TF32 call on the default ring, 0 never (tuning knobs for
 // tcsparse-bench-sddmm).  The attribute is set by tc_sddmm_plan_ready.
-constexpr int kWideL1Carveout = 72;
-constexpr double kWideL1MaxNnzPerBlock = 10.0;
 
 bool wide_l1(const tc_sddmm_args *a, int S)
 {
@@ -82,8 +81,7 @@ bool wide_l1(const tc_sddmm_args *a, int S)
         return false;
     if (forced == 1)
         return true;
-    const tc_dev_metcf *m = a->plan;
-    return a->K > 32 && m->blocks > 0 && (double)m->nnz < kWideL1MaxNnzPerBlock * m->blocks;
+    return a->K > 32 && tc_wide_l1_plan(a->plan->nnz, a->plan->blocks);
 }
 
 void *wide_l1_fn() { return (void *)sddmm_pipe_kernel<Tf32, float, kPipeStages, true>; }
@@ -204,7 +202,7 @@ extern "C" void tc_sddmm_plan_ready(void)
     // as tc_spmm_plan_ready: at a plan's build, never inside a stream capture
     static const bool done = [] {
         if (cudaFuncSetAttribute(wide_l1_fn(), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 kWideL1Carveout) != cudaSuccess)
+                                 TC_WIDE_L1_CARVEOUT) != cudaSuccess)
             (void)cudaGetLastError();
         return true;
     }();

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include "../kernels.h"
+#include "../metcf_rules.h"
 #include "../occupancy_cache.cuh"
 #include "spmm_kernel_pipe.cuh"
 
@@ -40,10 +41,10 @@ int env_int(const char *name)
 }
 
 // The wide-L1 form of the plain TF32 J = 4 pipelined kernel (3-slot ring): the same code
-// with a shared memory carveout of kWideL1Carveout percent, i.e. 164 KB of the H100's 228 KB
-// for shared memory, 6 resident thread blocks of 26 KB instead of 8, and about 92 KB of L1
-// instead of about 48 KB.  Measured on the H100 (docs/performance.md, "Fifteenth session"):
-// it pays where blocks are sparse (the kernel is then a gather of B rows, and L1 hits are
+// with a shared memory carveout of TC_WIDE_L1_CARVEOUT (72) percent, i.e. 164 KB of the
+// H100's 228 KB for shared memory, 6 resident thread blocks of 26 KB instead of 8, and about
+// 92 KB of L1 instead of about 48 KB.  Measured on the H100 (docs/performance.md,
+// "Fifteenth session"): it pays where blocks are sparse (the kernel is then a gather of B rows, and L1 hits are
 // what it lacks: R-MAT, uniform random, mdual, 8-10 nonzeros a block, 2-8% faster at
 // N = 128 and 256) and costs where they are denser (PROTEINS_full replicas at 12.6-15.2, up
 // to 4% slower; the BlogCatalog replicas at 10.8, 2%) or when a thread block is one warp
@@ -51,8 +52,6 @@ int env_int(const char *name)
 // The attribute is set once per process, after the first plan's build, on the device then
 // current (tc_spmm_plan_ready; a hint: a device where it did not take runs the kernel with
 // the default carveout).
-constexpr int kWideL1Carveout = 72;
-constexpr double kWideL1MaxNnzPerBlock = 10.0;
 
 template <bool kBal>
 void *wide_l1_fn()
@@ -125,7 +124,7 @@ int pipe_stages(bool wanted)
 
 // Whether a call takes the wide-L1 instance (see wide_l1_fn): plain TF32, J = 4, the
 // default 3-slot ring, at least two warps a thread block (N > 32), and a plan of fewer than
-// kWideL1MaxNnzPerBlock nonzeros a block.  TCSPARSE_SPMM_WIDE_L1=1 takes it for every plain
+// 10 nonzeros a block (tc_wide_l1_plan).  TCSPARSE_SPMM_WIDE_L1=1 takes it for every plain
 // TF32 J = 4 call on the default ring, 0 never (tuning knobs for tcsparse-bench).
 bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
 {
@@ -138,8 +137,7 @@ bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
         return false;
     if (forced == 1)
         return true;
-    const tc_dev_metcf *m = a->plan;
-    return warps >= 2 && m->blocks > 0 && (double)m->nnz < kWideL1MaxNnzPerBlock * m->blocks;
+    return warps >= 2 && tc_wide_l1_plan(a->plan->nnz, a->plan->blocks);
 }
 
 // The kernel tc_spmm_launch runs for these arguments, its name and its dynamic shared memory.
@@ -241,7 +239,7 @@ extern "C" void tc_spmm_plan_ready(void)
     static const bool done = [] {
         for (void *f : {wide_l1_fn<false>(), wide_l1_fn<true>()})
             if (cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     kWideL1Carveout) != cudaSuccess)
+                                     TC_WIDE_L1_CARVEOUT) != cudaSuccess)
                 (void)cudaGetLastError();
         return true;
     }();
