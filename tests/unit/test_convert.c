@@ -13,6 +13,7 @@
 #include "gen.h"
 #include "metcf.h"
 #include "mmio.h"
+#include "../../kernels/metcf_rules.h"
 
 /* Checks inside loops: report only on failure, with the details. */
 #define CHECK(cond, ...)                                                                       \
@@ -489,6 +490,42 @@ Test(convert, histogram_boundaries)
     tc_metcf_free(&m);
     input_free(&in);
     csr_free(&A);
+}
+
+/* The wide-L1 rule of the TF32 kernels (metcf_rules.h, tc_wide_l1_plan): fewer than 10
+ * nonzeros a block, none for a plan without blocks; and the two matrices the GPU tests
+ * gpu_spmm/wide_l1_rule and gpu_sddmm/wide_l1_rule use for each side of it, checked on the
+ * CPU reference plan, so that a change of generator cannot silently move them across. */
+Test(convert, wide_l1_rule)
+{
+    cr_assert(tc_wide_l1_plan(9, 1));
+    cr_assert(!tc_wide_l1_plan(10, 1));
+    cr_assert(tc_wide_l1_plan(79999, 8000));
+    cr_assert(!tc_wide_l1_plan(80000, 8000));
+    cr_assert(!tc_wide_l1_plan(0, 0));
+    cr_assert(tc_wide_l1_plan(0, 5)); /* blocks without nonzeros do not occur, but are sparse */
+    static const struct {
+        const char *spec;
+        int wide;
+    } cases[] = {{"uniform:3001:2999:9", 1}, {"banded:3001:6", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_csr A;
+        char err[256];
+        cr_assert_eq(tc_gen_from_spec(cases[i].spec, &A, err, sizeof err), 0, "%s: %s",
+                     cases[i].spec, err);
+        input in;
+        make_input(&A, all_forms[0], 0, &in);
+        tc_metcf m;
+        cr_assert_eq(tc_metcf_build_cpu(&in.v, &m), TCSPARSE_STATUS_SUCCESS);
+        tcsparseMetcfStats_t st;
+        tc_metcf_stats(&m, &st);
+        cr_assert_eq(tc_wide_l1_plan(A.nnz, st.blocks), cases[i].wide,
+                     "%s: %lld nonzeros in %lld blocks", cases[i].spec, (long long)A.nnz,
+                     (long long)st.blocks);
+        tc_metcf_free(&m);
+        input_free(&in);
+        tc_csr_free(&A);
+    }
 }
 
 Test(convert, empty_matrices)
