@@ -550,14 +550,15 @@ Test(grb_cpu, sddmm_result_into_c)
         }
         setenv("TCSPARSE_GRB_BACKEND", "host", 1);
         /* C with one more entry than M's pattern: the masked apply keeps it */
-        GrB_Index mi[1], mj[1];
-        for (GrB_Index r = 0, done = 0; r < 40 && !done; r++)
+        GrB_Index mi[1] = {0}, mj[1] = {0}, done = 0;
+        for (GrB_Index r = 0; r < 40 && !done; r++)
             for (GrB_Index c = 0; c < 36 && !done; c++) {
                 float v;
                 if (GrB_Matrix_extractElement_FP32(&v, M, r, c) == GrB_NO_VALUE) {
                     mi[0] = r, mj[0] = c, done = 1;
                 }
             }
+        cr_assert(done, "fmt %d: M's pattern has no free position for the extra entry", fmts[f]);
         cr_assert_eq(GrB_Matrix_setElement_FP32(C1, 7.0f, mi[0], mj[0]), 0);
         cr_assert_eq(GrB_Matrix_setElement_FP32(C2, 7.0f, mi[0], mj[0]), 0);
         cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[0], Y, GrB_DESC_ST1), GrB_SUCCESS);
