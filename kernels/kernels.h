@@ -154,7 +154,22 @@ typedef struct {
     int32_t nchunks;
     const int32_t *split_windows;      /* windows whose rows are pre-scaled by beta */
     int32_t nsplit;
+    int variant;                       /* TC_SPMM_VAR_*: 0 (RULE) lets the launcher choose */
 } tc_spmm_args;
+
+/* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
+ * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J
+ * columns a warp) and, for plain TF32 J = 4, the wide-L1 instance.  Which is fastest depends
+ * on the plan and N in ways no rule fitted so far separates (docs/performance.md, "Sixteenth
+ * session"), so the first executions of a kind of call measure them (src/tune.c). */
+enum { TC_SPMM_VAR_RULE = 0, TC_SPMM_VAR_J4 = 1, TC_SPMM_VAR_J4_WIDE = 2, TC_SPMM_VAR_J8 = 3 };
+#define TC_SPMM_MAX_VARIANTS 3
+/* The variants worth measuring for a call (a->variant ignored), the launcher's own choice
+ * first: FP32 on a plan with the pipelined kernel, N > 32 (one warp a thread block below:
+ * J = 8 and the wide L1 lost there everywhere), and no kernel knob (TCSPARSE_SPMM_J,
+ * TCSPARSE_SPMM_WIDE_L1, TCSPARSE_SPMM_PIPE, TCSPARSE_SPMM_PIPE_STAGES) pinning the kernel.
+ * Returns how many were written to var (0 or 1: nothing to measure). */
+int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS]);
 
 /* Launches the tensor-core SpMM on the stream (no allocation, no synchronisation). */
 tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char *err,

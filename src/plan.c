@@ -154,12 +154,17 @@ static void tc_plan_free(struct tc_plan *p)
     if (p->context != 0 && ctx != 0 && ctx != p->context) {
         memset(&p->dev, 0, sizeof p->dev);
         p->explore.nev = 0;
+        p->tune.nev = 0;
     }
     (void)cudaDeviceSynchronize();
     tc_dev_metcf_free(&p->dev); /* the schedule lives in the same allocation */
     for (int i = 0; i < p->explore.nev; i++) { /* route.c's samples, all complete now */
         (void)cudaEventDestroy(p->explore.ev[i][0]);
         (void)cudaEventDestroy(p->explore.ev[i][1]);
+    }
+    for (int i = 0; i < p->tune.nev; i++) { /* tune.c's */
+        (void)cudaEventDestroy(p->tune.ev[i][0]);
+        (void)cudaEventDestroy(p->tune.ev[i][1]);
     }
     if (other)
         (void)cudaSetDevice(cur);

@@ -15,12 +15,14 @@ typedef struct {
     int op;
     int64_t n;
     int ab_type, c_type, tf32;
+    int path; /* the tensor-core path (tcsparsePath_t) in the keys of kernel tuning (tune.c);
+               * 0 in the route's keys */
 } tc_call_kind;
 
 static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
 {
     return a->op == b->op && a->n == b->n && a->ab_type == b->ab_type &&
-           a->c_type == b->c_type && a->tf32 == b->tf32;
+           a->c_type == b->c_type && a->tf32 == b->tf32 && a->path == b->path;
 }
 
 typedef struct tc_measured {
@@ -56,6 +58,18 @@ typedef struct {
 
 #define TC_PLAN_MEASURED 8
 
+/* A kernel variant measured for one kind of call on one tensor-core path (tune.c): the
+ * variants of kernels.h (TC_SPMM_VAR_*) and the fastest sample of each. */
+typedef struct {
+    tc_call_kind key;       /* path set */
+    int variant;            /* the fastest */
+    int nvar;
+    int var[4];
+    float ms[4];            /* by position in var; negative: not measured */
+    int calls;              /* executions the measurement took */
+} tc_tuned;
+#define TC_PLAN_TUNED 8
+
 struct tc_plan {
     tc_dev_metcf dev;
     tcsparseMetcfStats_t stats;
@@ -73,6 +87,11 @@ struct tc_plan {
     tc_measured measured[TC_PLAN_MEASURED];
     int nmeasured;
     tc_explore explore;
+    /* kernel variants measured on the executions (tune.c): the measurement in progress
+     * (its cand[] are variants) and the results, most recent last */
+    tc_explore tune;
+    tc_tuned tuned[TC_PLAN_TUNED];
+    int ntuned;
     /* the cache (plan.c): device bytes, owning descriptor, place in the global LRU list */
     size_t bytes;
     struct tcsparseSpMatDescr *owner;

@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "route.h"
 #include "select.h"
+#include "tune.h"
 
 /* The automatic route asks the selector (src/select.c, docs/selector.md): the balanced kernel
  * when the simulated thread-block schedule of the base kernel, with this device's SM count
@@ -185,7 +186,7 @@ static tc_call_kind tc_spmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t B
                                  tcsparseDnMatDescr_t C)
 {
     tc_call_kind k = {TC_SEL_OP_SPMM, C->cols, tc_route_ab_type(B->value_type),
-                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32};
+                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32, 0};
     return k;
 }
 
@@ -377,10 +378,12 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* tune: the executions may measure the kernel variants (tune.h); not the timings of the
+ * measured mode at _preprocess, which compare the paths with the launcher's choice. */
 static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
                                    tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
                                    const void *beta, tcsparseDnMatDescr_t C,
-                                   const struct tc_plan *plan, tc_decision *d)
+                                   struct tc_plan *plan, tc_decision *d, int tune)
 {
     tc_spmm_args a = {0};
     a.M = A->rows;
@@ -402,10 +405,21 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.split_windows = plan->split_windows;
         a.nsplit = plan->nsplit;
     }
+    int var[TC_SPMM_MAX_VARIANTS], pair = -1, which = 0, sample = 0;
+    const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
+    if (nvar > 1) {
+        tc_call_kind key = tc_spmm_kind(h, B, C);
+        key.path = d->path;
+        pair = tc_tune_begin(h, plan, &key, var, nvar, &a.variant, &which, &sample);
+    }
     tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+    if (pair >= 0)
+        tc_tune_reason(d, which, nvar, sample);
     char msg[200];
     tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    if (pair >= 0)
+        tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSpMM: %s", msg);
     return TCSPARSE_STATUS_SUCCESS;
@@ -423,7 +437,7 @@ static int tc_select_measure(void)
  * measurement on the executions runs (tc_spmm_exec_cb). */
 typedef struct {
     tcsparseHandle_t h;
-    const struct tc_plan *plan;
+    struct tc_plan *plan;
     tcsparseOperation_t opA, opB;
     const void *alpha, *beta;
     tcsparseConstSpMatDescr_t A;
@@ -439,7 +453,7 @@ typedef struct {
 #define TC_PATH_ALG3 ((tcsparsePath_t)100)
 
 static tcsparseStatus_t tc_run_path(tcsparseHandle_t h, const tc_spmm_call *c,
-                                    const struct tc_plan *plan, tcsparsePath_t path)
+                                    struct tc_plan *plan, tcsparsePath_t path)
 {
     if (path == TC_PATH_ALG3)
         return tc_fallback_spmm_alg3(h, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct, 1);
@@ -447,11 +461,11 @@ static tcsparseStatus_t tc_run_path(tcsparseHandle_t h, const tc_spmm_call *c,
         return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                 c->alg, c->buffer);
     tc_decision d = {.path = path};
-    return tc_spmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, plan, &d);
+    return tc_spmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, plan, &d, 0);
 }
 
 /* One warm-up, then the best of three runs; negative when the path fails. */
-static float tc_time_path(tcsparseHandle_t h, const tc_spmm_call *c, const struct tc_plan *plan,
+static float tc_time_path(tcsparseHandle_t h, const tc_spmm_call *c, struct tc_plan *plan,
                           tcsparsePath_t path, cudaEvent_t e0, cudaEvent_t e1)
 {
     float best = -1.0f;
@@ -578,7 +592,7 @@ _Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EX
                "plan.h's tc_explore is sized for select.h's candidates and samples");
 
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
-static int tc_select_model_only(void)
+int tc_select_model_only(void)
 {
     const char *e = getenv("TCSPARSE_SELECT");
     return e != NULL && strcmp(e, "model") == 0;
@@ -588,7 +602,7 @@ static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced",
                                                        "cuSPARSE CSR_ALG3"};
 
 /* Reads back the samples whose second event has completed (no synchronisation). */
-static void tc_explore_harvest(tc_explore *x)
+void tc_explore_harvest(tc_explore *x)
 {
     for (int i = 0; i < x->nev; i++) {
         if (x->ev_cand[i] == 0)
@@ -741,7 +755,7 @@ static int tc_explore_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_
 /* Runs decision d and records it; *ran_alg3 tells whether CSR_ALG3 ran (it falls back to
  * ALG_DEFAULT where it cannot). */
 static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
-                                        const struct tc_plan *plan, tcsparseOperation_t opA,
+                                        struct tc_plan *plan, tcsparseOperation_t opA,
                                         tcsparseOperation_t opB, const void *alpha,
                                         tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
                                         const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
@@ -750,7 +764,7 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
     tcsparseStatus_t st;
     *ran_alg3 = 0;
     if (d->path != TCSPARSE_PATH_CUSPARSE) {
-        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d);
+        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d, 1);
         tc_route_record(h, d);
         h->deferred = 0;
         return st;

@@ -35,6 +35,11 @@ void tc_decision_measured(tc_decision *d, const struct tc_measured *m, int op, i
 typedef tcsparseStatus_t (*tc_exec_fn)(void *ctx, tc_decision *d, int *as_planned);
 tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc_call_kind *k,
                               tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx);
+/* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
+int tc_select_model_only(void);
+/* Reads back the samples of x whose second event has completed (no synchronisation):
+ * done[], best_ms[] and dropped[] by candidate index; their pairs are free again. */
+void tc_explore_harvest(tc_explore *x);
 /* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 

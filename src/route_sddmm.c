@@ -46,7 +46,7 @@ static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t 
                                   tcsparseConstSpMatDescr_t C)
 {
     tc_call_kind k = {TC_SEL_OP_SDDMM, A->cols, tc_route_ab_type(A->value_type),
-                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32};
+                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32, 0};
     return k;
 }
 

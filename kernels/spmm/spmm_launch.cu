@@ -62,12 +62,24 @@ void *wide_l1_fn()
 // FP32: J = 4 (32 columns per warp: 80-96 registers; J = 8 needs 128-165 and was no faster
 // on the H100), 16-bit types J = 8 (16-byte B pieces).  TCSPARSE_SPMM_J=8 forces FP32 to 8,
 // a tuning knob for tcsparse-bench.
+// A variant (tc_spmm_args::variant, tc_spmm_variants) pins J for FP32.
 int pick_j(const tc_spmm_args *a)
 {
     static const int forced = env_int("TCSPARSE_SPMM_J");
     if (a->ab_type != TC_T_F32)
         return 8;
+    if (a->variant == TC_SPMM_VAR_J8)
+        return 8;
+    if (a->variant == TC_SPMM_VAR_J4 || a->variant == TC_SPMM_VAR_J4_WIDE)
+        return 4;
     return forced == 8 ? 8 : 4;
+}
+
+// Whether the environment variable is set to something (a knob that pins the kernel).
+bool env_set(const char *name)
+{
+    const char *e = getenv(name);
+    return e != nullptr && *e != '\0';
 }
 
 // Warps per thread block of the thread-block form: enough to cover N, at most 4.
@@ -125,7 +137,8 @@ int pipe_stages(bool wanted)
 // Whether a call takes the wide-L1 instance (see wide_l1_fn): plain TF32, J = 4, the
 // default 3-slot ring, at least two warps a thread block (N > 32), and a plan of fewer than
 // 10 nonzeros a block (tc_wide_l1_plan).  TCSPARSE_SPMM_WIDE_L1=1 takes it for every plain
-// TF32 J = 4 call on the default ring, 0 never (tuning knobs for tcsparse-bench).
+// TF32 J = 4 call on the default ring, 0 never (tuning knobs for tcsparse-bench).  The
+// variants TC_SPMM_VAR_J4_WIDE and TC_SPMM_VAR_J4 take it and leave it whatever the rule says.
 bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
 {
     static const int forced = [] {
@@ -133,10 +146,12 @@ bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
         return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
     }();
     if (a->ab_type != TC_T_F32 || !a->tf32 || j != 4 || S != spmm::kPipeStagesTf32 ||
-        a->plan == nullptr || forced == 0)
+        a->plan == nullptr)
         return false;
-    if (forced == 1)
-        return true;
+    if (a->variant == TC_SPMM_VAR_J4_WIDE || a->variant == TC_SPMM_VAR_J4)
+        return a->variant == TC_SPMM_VAR_J4_WIDE;
+    if (forced >= 0)
+        return forced == 1;
     return warps >= 2 && tc_wide_l1_plan(a->plan->nnz, a->plan->blocks);
 }
 
@@ -244,6 +259,29 @@ extern "C" void tc_spmm_plan_ready(void)
         return true;
     }();
     (void)done;
+}
+
+extern "C" int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS])
+{
+    static const bool pinned = env_set("TCSPARSE_SPMM_J") || env_set("TCSPARSE_SPMM_WIDE_L1") ||
+                               env_set("TCSPARSE_SPMM_PIPE") ||
+                               env_set("TCSPARSE_SPMM_PIPE_STAGES");
+    if (pinned || a->ab_type != TC_T_F32 || a->plan == nullptr || a->N <= 32 || !pipe_wanted(a))
+        return 0;
+    tc_spmm_args r = *a;
+    r.variant = TC_SPMM_VAR_RULE;
+    int n = 0;
+    if (pick_j(&r) == 8)
+        var[n++] = TC_SPMM_VAR_J8;
+    else
+        var[n++] = wide_l1(&r, 4, pipe_stages<Tf32, 4>(true), cta_warps(&r)) ? TC_SPMM_VAR_J4_WIDE
+                                                                             : TC_SPMM_VAR_J4;
+    // the wide-L1 instance exists for plain TF32 only (3xTF32 gained nothing from it)
+    const int others[3] = {TC_SPMM_VAR_J4, a->tf32 ? TC_SPMM_VAR_J4_WIDE : -1, TC_SPMM_VAR_J8};
+    for (int v : others)
+        if (v >= 0 && v != var[0] && n < TC_SPMM_MAX_VARIANTS)
+            var[n++] = v;
+    return n;
 }
 
 extern "C" const char *tc_spmm_kernel_name(const tc_spmm_args *a)

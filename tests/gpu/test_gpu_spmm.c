@@ -90,6 +90,14 @@ static double urand(void)
 
 /* Runs one case on m and checks it; returns the relative error. */
 static char last_kernel[64]; /* the kernel of run_case's last execution */
+/* What run_case's executions did (the kernel tuning's test): calls whose reason says they
+ * measured a kernel variant (src/tune.c), the distinct kernels that ran, and calls whose
+ * output differed bitwise from the first call's. */
+static struct {
+    int tuning_calls, nkernels, bit_diffs;
+    char kernels[4][64];
+    char last_reason[160];
+} call_log;
 
 static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
 {
@@ -204,6 +212,8 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     tc_test_measuring measuring = {0, 0};
     double err = 0;
     tcsparseRouteInfo_t ri;
+    memset(&call_log, 0, sizeof call_log);
+    void *first_out = malloc(esize(k->c) * (size_t)(M * ldc + 1));
     for (int rep = 0; rep < reps; rep++) {
         if (rep > 0) /* each execution starts from C's initial contents (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(M * ldc), cudaMemcpyHostToDevice),
@@ -213,6 +223,13 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
         snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
+        snprintf(call_log.last_reason, sizeof call_log.last_reason, "%s", ri.reason);
+        call_log.tuning_calls += strstr(ri.reason, "; tuning:") != NULL;
+        int seen = 0;
+        for (int i = 0; i < call_log.nkernels; i++)
+            seen |= strcmp(call_log.kernels[i], ri.kernel) == 0;
+        if (!seen && call_log.nkernels < 4)
+            snprintf(call_log.kernels[call_log.nkernels++], sizeof call_log.kernels[0], "%s", ri.kernel);
         tc_test_measuring_note(&measuring, &ri);
         if (k->explore < 0)
             cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,
@@ -225,6 +242,10 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
 
         cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
+        if (rep == 0)
+            memcpy(first_out, h_C, esize(k->c) * (size_t)(M * ldc));
+        else
+            call_log.bit_diffs += memcmp(first_out, h_C, esize(k->c) * (size_t)(M * ldc)) != 0;
         double num = 0, den = 0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < ldc; j++) {
@@ -246,6 +267,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     if (k->explore > 0)
         TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_C_init);
+    free(first_out);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
@@ -984,4 +1006,59 @@ Test(gpu_spmm, wide_l1_rule)
         }
         tc_csr_free(&m);
     }
+}
+
+/* Kernel tuning on the executions (src/tune.c): on a plan where the launcher offers several
+ * FP32 kernel variants (N > 32), the first executions of a kind of call on a forced path run
+ * each variant three times (plain TF32: J = 4 with and without the wide L1, J = 8; 3xTF32:
+ * J = 4 and 8) and later calls run one of them.  Every call is checked against the CPU
+ * reference (run_case), and on the base kernel, which adds in a fixed order, every call's
+ * output equals the first's bit for bit: the variants differ in tiling and caching only.
+ * Nothing is measured at N <= 32, for 16-bit inputs, or with TCSPARSE_TUNE=0. */
+Test(gpu_spmm, tune_kernels)
+{
+    TC_REQUIRE_GPU();
+    static const char *const knobs[] = {"TCSPARSE_SPMM_WIDE_L1", "TCSPARSE_SPMM_J", "TCSPARSE_SPMM_PIPE",
+                                         "TCSPARSE_SPMM_PIPE_STAGES", "TCSPARSE_TUNE", "TCSPARSE_SELECT"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (getenv(knobs[i]) != NULL)
+            cr_skip_test("%s is set in the environment", knobs[i]);
+    static const struct {
+        int N, prec, bal; /* prec: index in all_precs */
+        int tuning, kernels; /* tuning calls and distinct kernels expected */
+        int off;             /* with TCSPARSE_TUNE=0 */
+    } cases[] = {
+        {100, 1, 0, 9, 3, 0}, /* TF32, base */
+        {100, 1, 1, 9, 3, 0}, /* TF32, balanced (beta != 0: the scaling pass) */
+        {64, 1, 0, 9, 3, 0},
+        {100, 0, 0, 6, 2, 0}, /* 3xTF32: J = 4 and 8 */
+        {100, 0, 1, 6, 2, 0},
+        {32, 1, 0, 0, 1, 0},  /* one warp a thread block: the launcher's choice only */
+        {100, 2, 0, 0, 1, 0}, /* FP16 */
+        {100, 1, 0, 0, 1, 1}, /* TCSPARSE_TUNE=0 */
+    };
+    tc_csr m;
+    gen_or_fail("uniform:3001:2999:9", &m);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].off)
+            setenv("TCSPARSE_TUNE", "0", 1);
+        spmm_case k = prec_case(cases[c].N, &all_precs[cases[c].prec], cases[c].bal, (int)c);
+        k.beta = cases[c].bal ? 0.75f : 0.0f;
+        k.repeat = 13;
+        char label[160];
+        snprintf(label, sizeof label, "N=%d %s %s%s", cases[c].N, all_precs[cases[c].prec].n,
+                 cases[c].bal ? "balanced" : "base", cases[c].off ? " TCSPARSE_TUNE=0" : "");
+        run_case(&m, &k, label);
+        unsetenv("TCSPARSE_TUNE");
+        cr_assert_eq(call_log.tuning_calls, cases[c].tuning, "%s: %d calls tuning (last: %s)", label,
+                     call_log.tuning_calls, call_log.last_reason);
+        cr_assert_eq(call_log.nkernels, cases[c].kernels, "%s: %d kernels ran (%s, %s)", label,
+                     call_log.nkernels, call_log.kernels[0], call_log.kernels[1]);
+        cr_assert(strstr(call_log.last_reason, "tuning") == NULL, "%s: still tuning: %s", label,
+                  call_log.last_reason);
+        if (!cases[c].bal)
+            cr_assert_eq(call_log.bit_diffs, 0, "%s: %d calls differ bitwise from the first", label,
+                         call_log.bit_diffs);
+    }
+    tc_csr_free(&m);
 }
