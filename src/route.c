@@ -420,6 +420,15 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     if (pair >= 0)
         tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
+    if (st != TCSPARSE_STATUS_SUCCESS && nvar > 1 && a.variant != var[0] &&
+        (a.chunks == NULL || a.nsplit == 0)) {
+        /* a variant the launcher would not have chosen failed before anything was written
+         * (no beta pass ran): the launcher's choice runs instead */
+        a.variant = var[0];
+        tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
+                    d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+        st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    }
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSpMM: %s", msg);
     return TCSPARSE_STATUS_SUCCESS;

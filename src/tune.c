@@ -26,13 +26,15 @@ static const tc_tuned *tc_tune_finish(struct tc_plan *p)
 {
     tc_explore *x = &p->tune;
     tc_tuned t = {.key = x->kind, .variant = x->cand[0], .nvar = x->ncand, .calls = x->calls};
+    /* the launcher's choice without a sample (its events failed): nothing to compare with */
+    const int compare = !x->dropped[0] && x->done[0] > 0;
     float best = -1.0f;
     for (int i = 0; i < x->ncand; i++) {
         t.var[i] = x->cand[i];
         t.ms[i] = !x->dropped[i] && x->done[i] > 0 ? x->best_ms[i] : -1.0f;
         /* another variant than the launcher's choice only when faster by TC_TUNE_MARGIN */
         const float ms = i == 0 ? t.ms[i] : t.ms[i] * (float)TC_TUNE_MARGIN;
-        if (t.ms[i] >= 0.0f && (best < 0.0f || ms < best)) {
+        if (compare && t.ms[i] >= 0.0f && (best < 0.0f || ms < best)) {
             best = ms;
             t.variant = x->cand[i];
         }
@@ -66,6 +68,24 @@ static int tc_tune_free_pair(tc_explore *x)
     return x->nev++;
 }
 
+/* Samples of x still to issue, and in flight. */
+static int tc_tune_left(const tc_explore *x)
+{
+    int left = 0;
+    for (int i = 0; i < x->ncand; i++)
+        if (!x->dropped[i] && x->issued[i] < TC_TUNE_SAMPLES)
+            left += TC_TUNE_SAMPLES - x->issued[i];
+    return left;
+}
+
+static int tc_tune_pending(const tc_explore *x)
+{
+    int pending = 0;
+    for (int i = 0; i < x->nev; i++)
+        pending += x->ev_cand[i] != 0;
+    return pending;
+}
+
 static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key,
                         const int *var, int nvar, int *variant, int *which, int *sample)
 {
@@ -79,12 +99,18 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
         return -1;
     if (x->active && !tc_call_kind_eq(&x->kind, key)) {
         /* another kind is being tuned; one that does not come back must not hold the plan's
-         * tuning for ever */
+         * tuning for ever.  Its samples, when all are in, still make its result. */
         if (++x->idle <= TC_EXPLORE_IDLE_CALLS)
             return -1;
-        for (int i = 0; i < x->nev; i++)
-            x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record wins */
-        x->active = 0;
+        tc_explore_harvest(x);
+        if (tc_tune_left(x) == 0 && tc_tune_pending(x) == 0) {
+            (void)tc_tune_finish(p);
+        } else {
+            for (int i = 0; i < x->nev; i++)
+                x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record
+                                    * wins */
+            x->active = 0;
+        }
     }
     if (!x->active) {
         memset(x->cand, 0, sizeof x->cand);
@@ -104,12 +130,7 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
     x->idle = 0;
     x->calls++;
     tc_explore_harvest(x);
-    int pending = 0, left = 0;
-    for (int i = 0; i < x->nev; i++)
-        pending += x->ev_cand[i] != 0;
-    for (int i = 0; i < x->ncand; i++)
-        if (!x->dropped[i] && x->issued[i] < TC_TUNE_SAMPLES)
-            left += TC_TUNE_SAMPLES - x->issued[i];
+    const int left = tc_tune_left(x), pending = tc_tune_pending(x);
     if (left == 0 && pending == 0) {
         *variant = tc_tune_finish(p)->variant;
         return -1;
@@ -151,10 +172,13 @@ int tc_tune_begin(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key
         *variant = t->variant;
         return -1;
     }
-    /* the route is measuring this kind of call: its samples time the launcher's choice */
+    /* the automatic route is measuring this kind of call: its samples time the launcher's
+     * choice (a forced route never measures, and must not wait for the route's measurement,
+     * which only the automatic route's calls advance) */
     tc_call_kind route_key = *key;
     route_key.path = 0;
-    if (p->explore.active && tc_call_kind_eq(&p->explore.kind, &route_key))
+    if (p->explore.active && tc_call_kind_eq(&p->explore.kind, &route_key) &&
+        tc_route_effective(h) == TCSPARSE_ROUTE_AUTO && !h->defer_cusparse)
         return -1;
     /* relaxed: another thread's global-mode capture must not be invalidated by the event
      * queries (they are not part of any capture) */

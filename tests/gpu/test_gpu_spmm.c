@@ -1062,3 +1062,72 @@ Test(gpu_spmm, tune_kernels)
     }
     tc_csr_free(&m);
 }
+
+/* A forced route tunes its kernels even while the automatic route's own measurement of the
+ * same kind of call is unfinished on that plan (a handle switched from the automatic route
+ * to a forced one): only the automatic route's calls advance that measurement, so waiting
+ * for it would leave the kind untuned for ever. */
+Test(gpu_spmm, tune_after_route_switch)
+{
+    TC_REQUIRE_GPU();
+    static const char *const knobs[] = {"TCSPARSE_SPMM_WIDE_L1", "TCSPARSE_SPMM_J", "TCSPARSE_SPMM_PIPE",
+                                         "TCSPARSE_SPMM_PIPE_STAGES", "TCSPARSE_TUNE", "TCSPARSE_SELECT",
+                                         "TCSPARSE_ROUTE"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (getenv(knobs[i]) != NULL)
+            cr_skip_test("%s is set in the environment", knobs[i]);
+    setenv("TCSPARSE_EXPLORE_FACTOR", "1000", 1); /* every path a candidate: the route measures */
+    tc_csr m;
+    gen_or_fail("uniform:3001:2999:9", &m);
+    const int64_t M = m.rows, K = m.cols, N = 100;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m.nnz), *hb = malloc(sizeof *hb * (size_t)(K * N));
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m.row_off[r];
+    for (int64_t e = 0; e < m.nnz; e++)
+        val[e] = (float)m.val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hb[i] = (float)urand();
+    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
+    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
+    void *d_B = to_device(hb, sizeof *hb * (size_t)(K * N)), *d_C = NULL;
+    cr_assert_eq(cudaMalloc(&d_C, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+    const float alpha = 1.0f, beta = 0.0f;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F,
+                                         TCSPARSE_SPMM_ALG_DEFAULT, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&buf, bsz + 16), cudaSuccess);
+    tcsparseRouteInfo_t ri;
+    cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf), 0,
+                 "%s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+    tcsparseGetLastRoute(h, &ri);
+    cr_assert(strncmp(ri.reason, "exploring", 9) == 0, "the route did not measure: %s", ri.reason);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE);
+    int tuning = 0;
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf), 0,
+                     "%s", tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+        tcsparseGetLastRoute(h, &ri);
+        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "took %s (%s)", ri.kernel, ri.reason);
+        tuning += strstr(ri.reason, "; tuning:") != NULL;
+    }
+    cr_assert_eq(tuning, 9, "%d forced calls tuning (last: %s)", tuning, ri.reason);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C); cudaFree(buf);
+    free(off); free(val); free(hb);
+    tc_csr_free(&m);
+    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+}
