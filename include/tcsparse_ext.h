@@ -92,9 +92,9 @@ tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
  *  those executions computes the full, correct result.  TCSPARSE_SELECT=model keeps the
  *  model's decision without measuring; TCSPARSE_SELECT=measure times the paths in
  *  tcsparseSpMM_preprocess instead (into a scratch copy of C).  On any route, the first
- *  tensor-core executions of a kind of FP32 SpMM call with N > 32 also measure the kernel
- *  variants (6-9 calls, the reason then ends in "; tuning: ..."), and later calls run the
- *  fastest; TCSPARSE_TUNE=0 turns that off. */
+ *  tensor-core executions of a kind of FP32 SpMM call with N > 32 (and of plain TF32 SDDMM
+ *  call with K > 32) also measure the kernel variants (6-9 calls, the reason then ends in
+ *  "; tuning: ..."), and later calls run the fastest; TCSPARSE_TUNE=0 turns that off. */
 tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
 tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle.  The

@@ -209,7 +209,22 @@ typedef struct {
      * otherwise one thread block per window */
     const tc_chunk *chunks;
     int32_t nchunks;
+    int variant;              /* TC_SDDMM_VAR_*: 0 (RULE) lets the launcher choose */
 } tc_sddmm_args;
+
+/* Kernel variants of a plain TF32 SDDMM (sddmm_launch.cu), the same products in the same
+ * order: RULE is the launcher's own choice; PIPE and PIPE_WIDE pin the pipelined kernel
+ * without and with the wide-L1 instance; REGB is the pipelined kernel with B's pieces in
+ * registers instead of the shared-memory ring (faster on some inputs only: docs/performance.md,
+ * "Sixteenth session").  The executions measure them (src/tune.c). */
+enum { TC_SDDMM_VAR_RULE = 0, TC_SDDMM_VAR_PIPE = 1, TC_SDDMM_VAR_PIPE_WIDE = 2,
+       TC_SDDMM_VAR_REGB = 3 };
+#define TC_SDDMM_MAX_VARIANTS 3
+/* The variants worth measuring for a call (a->variant ignored), the launcher's choice first:
+ * plain TF32 with FP32 C on a plan, the pipelined kernel's default ring, K > 32, and no SDDMM
+ * kernel knob (TCSPARSE_SDDMM_PIPE, TCSPARSE_SDDMM_PIPE_STAGES, TCSPARSE_SDDMM_WIDE_L1)
+ * pinning the kernel.  Returns how many were written (0 or 1: nothing to measure). */
+int tc_sddmm_variants(const tc_sddmm_args *a, int var[TC_SDDMM_MAX_VARIANTS]);
 
 /* Launches the tensor-core SDDMM on the stream (no allocation, no synchronisation). */
 tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t stream, char *err,

@@ -8,6 +8,7 @@
 #include "plan.h"
 #include "route.h"
 #include "select.h"
+#include "tune.h"
 
 /* Automatic route: the selector (src/select.c, docs/selector.md), as for SpMM: the chunked
  * schedule when the simulated makespan of one thread block per window is
@@ -130,10 +131,11 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* As tc_spmm_tc (route.c): the executions may measure the kernel variants (tune.h). */
 static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
                                     tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
                                     const void *beta, tcsparseSpMatDescr_t C,
-                                    const struct tc_plan *plan, tc_decision *d)
+                                    struct tc_plan *plan, tc_decision *d)
 {
     tc_sddmm_args a = {0};
     a.M = C->rows;
@@ -153,10 +155,29 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
     }
+    int var[TC_SDDMM_MAX_VARIANTS], pair = -1, which = 0, sample = 0;
+    const int nvar = tc_tune_enabled() ? tc_sddmm_variants(&a, var) : 0;
+    if (nvar > 1) {
+        tc_call_kind key = tc_sddmm_kind(h, A, C);
+        key.path = d->path;
+        pair = tc_tune_begin(h, plan, &key, var, nvar, &a.variant, &which, &sample);
+    }
     tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+    if (pair >= 0)
+        tc_tune_reason(d, which, nvar, sample);
     char msg[200];
     tcsparseStatus_t st = tc_sddmm_launch(&a, h->stream, msg, sizeof msg);
+    if (pair >= 0)
+        tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
+    if (st != TCSPARSE_STATUS_SUCCESS && nvar > 1 && a.variant != var[0]) {
+        /* a variant the launcher would not have chosen failed to launch (SDDMM writes
+         * nothing before its one kernel): the launcher's choice runs instead */
+        a.variant = var[0];
+        tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
+                    d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+        st = tc_sddmm_launch(&a, h->stream, msg, sizeof msg);
+    }
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSDDMM: %s", msg);
     return TCSPARSE_STATUS_SUCCESS;
@@ -211,7 +232,7 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
 
 typedef struct {
     tcsparseHandle_t h;
-    const struct tc_plan *plan;
+    struct tc_plan *plan;
     tcsparseOperation_t opA, opB;
     const void *alpha, *beta;
     tcsparseConstDnMatDescr_t A, B;

@@ -1,11 +1,11 @@
 /* Kernel tuning on the executions.  The first executions of a kind of call (tc_call_kind with
  * its tensor-core path) on a plan run each kernel variant the launcher offers
- * (kernels/kernels.h, TC_SPMM_VAR_*) TC_TUNE_SAMPLES times between CUDA events, the
- * launcher's own choice first and the variants in turn; later calls of that kind run the
- * fastest (the launcher's choice unless another beats it by TC_TUNE_MARGIN).  As the route's
- * measurement (route.c): no synchronisation, nothing queried or recorded while the stream is
- * captured, and every execution computes the whole result (the variants differ in tiling
- * and caching only). */
+ * (kernels/kernels.h: TC_SPMM_VAR_*, TC_SDDMM_VAR_*) TC_TUNE_SAMPLES times between CUDA
+ * events, the launcher's own choice first and the variants in turn; later calls of that kind
+ * run the fastest (the launcher's choice unless another beats it by TC_TUNE_MARGIN).  As the
+ * route's measurement (route.c): no synchronisation, nothing queried or recorded while the
+ * stream is captured, and every execution computes the whole result (the variants differ in
+ * tiling, caching and the path of B's pieces only). */
 #ifndef TC_TUNE_H
 #define TC_TUNE_H
 
@@ -16,7 +16,9 @@
  * still faster: a sample's noise on the H100 is about 1% */
 #define TC_TUNE_MARGIN 1.02
 _Static_assert(TC_SPMM_MAX_VARIANTS * TC_TUNE_SAMPLES <= TC_EXPLORE_PAIRS &&
-                   TC_SPMM_MAX_VARIANTS <= 4,
+                   TC_SPMM_MAX_VARIANTS <= 4 &&
+                   TC_SDDMM_MAX_VARIANTS * TC_TUNE_SAMPLES <= TC_EXPLORE_PAIRS &&
+                   TC_SDDMM_MAX_VARIANTS <= 4,
                "plan.h's tc_explore holds the tuning's variants and samples");
 
 /* Off with TCSPARSE_TUNE=0 (the launcher's rule then decides every call) and with

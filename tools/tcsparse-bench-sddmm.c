@@ -280,20 +280,22 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         if (v != V_CUSPARSE) {
             tcsparseRouteInfo_t ri;
             tcsparseGetLastRoute(c.tc, &ri);
-            if (v == V_ROUTED) {
-                /* the first calls of a kind measure the candidate paths on themselves
-                 * (src/route.c): time the route it settles on, and report the calls taken */
-                explore_calls = tc_bench_settle_route(c.tc, &ri, run_cb, &c, v);
-                /* the settled route's result is the one checked */
-                if (explore_calls > 0 && o->check && ref) {
-                    CK(cudaMemset(d_C, 0xff, (size_t)nnz * tsize(ct)));
-                    if (run_variant(&c, v) == 0) {
-                        CK(cudaDeviceSynchronize());
-                        double *out = download(d_C, (size_t)nnz, ct);
-                        err[v] = rel_err(ref, out, (size_t)nnz);
-                        free(out);
-                    }
+            /* the first calls of a kind measure the candidate paths (routed, src/route.c)
+             * and the kernel variants (every tensor-core path, src/tune.c) on themselves:
+             * time what they settle on, and report the calls taken */
+            const int calls = tc_bench_settle_route(c.tc, &ri, run_cb, &c, v);
+            /* the settled call's result is the one checked */
+            if (calls > 0 && o->check && ref) {
+                CK(cudaMemset(d_C, 0xff, (size_t)nnz * tsize(ct)));
+                if (run_variant(&c, v) == 0) {
+                    CK(cudaDeviceSynchronize());
+                    double *out = download(d_C, (size_t)nnz, ct);
+                    err[v] = rel_err(ref, out, (size_t)nnz);
+                    free(out);
                 }
+            }
+            if (v == V_ROUTED) {
+                explore_calls = calls;
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
             } else if (ri.path != (route_of(v) == TCSPARSE_ROUTE_TC_BASE
                                        ? TCSPARSE_PATH_TC_BASE
@@ -303,6 +305,9 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 fprintf(stderr, "  %s: ran as %s (%s); not timed\n", vname[v], ri.kernel,
                         ri.reason);
                 continue;
+            } else if (calls > 0) {
+                printf("  %s: %s after %d calls measuring its kernels\n", vname[v], ri.kernel,
+                       calls);
             }
         }
         want[v] = 1;

@@ -304,5 +304,129 @@ __global__ void __launch_bounds__(kThreads, pipe_min_blocks_per_sm<P>())
     }
 }
 
+
+// ---- B through registers (the REGB variant, plain TF32) --------------------------------------
+//
+// The ring costs L1 three accesses per piece (the fill, the cp.async write to shared memory,
+// the lane's read).  Here each lane loads its pieces straight into registers (ld.global.nc,
+// cached in L1 as cp.async.ca is) two steps ahead, into two register buffers used in turn:
+// one access per piece.  But a load into registers holds the warp at its first use, which
+// cp.async does not: on the H100 it is faster only on some inputs (ogbl-ddi, uniform 2^18 x
+// 256 at K = 128: docs/performance.md, "Sixteenth session"), so it is a variant the
+// executions measure (src/tune.c), never the launcher's own choice.  Same products in the
+// same order as the ring's kernel; the shared memory layout of the 3-slot ring (unused).
+
+template <class R>
+__device__ __forceinline__ void issue_regs(Issuer<R> &is, uint4 (&dst)[kPipeBlocks * 2],
+                                           const Params &p, int32_t b, int nb, int npairs,
+                                           int nk, int g, int t)
+{
+    constexpr int E = 16 / (int)sizeof(R), CE = kChunkBytes / (int)sizeof(R);
+    constexpr int H = kLaneBytes / 16;
+    static_assert(H == 2, "two pieces a block per step");
+    if (is.q < npairs) {
+        const int64_t k = (int64_t)is.c * CE + (int64_t)t * (kLaneBytes / (int)sizeof(R));
+        const bool whole = p.b_vec && k + H * E <= p.K;
+#pragma unroll
+        for (int j = 0; j < kPipeBlocks; ++j) {
+            const R *base = is.col[j];
+#pragma unroll
+            for (int h = 0; h < H; ++h) {
+                if (base == nullptr)
+                    dst[j * H + h] = make_uint4(0u, 0u, 0u, 0u);
+                else if (whole)
+                    dst[j * H + h] = __ldg(reinterpret_cast<const uint4 *>(base + k + h * E));
+                else
+                    dst[j * H + h] = load16<R>(base, k + h * E, p.K, p.b_vec);
+            }
+        }
+        if (++is.c == nk) {
+            is.c = 0;
+            is.q += kWarps;
+            col_ptrs<R>(is.col, is.next, p);
+            pair_cols(is.next, p, b, nb, is.q + kWarps, g);
+        }
+    }
+}
+
+// 5 resident thread blocks an SM asked of ptxas: 96 registers, no spill (4: 105, slower).
+template <class P, class CT>
+__global__ void __launch_bounds__(kThreads, 5) sddmm_regb_kernel(const Params p)
+{
+    using T = typename P::T;
+    using R = typename Raw<T>::type;
+    constexpr int CE = chunk_elems<T>();
+    constexpr int S = kPipeStages; // the shared memory layout of the pipelined kernel (ring unused)
+    extern __shared__ __align__(16) char smem[];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int nk = p.K > 0 ? (int)((p.K + CE - 1) / CE) : 1;
+    const int stride = nk * kChunkBytes + kRowPad;
+    Tile *tiles = reinterpret_cast<Tile *>(smem + kWarps * S * kPipeSlotBytes) +
+                  warp * kPipeBlocks;
+    char *sa = smem + kWarps * S * kPipeSlotBytes + kWarps * kPipeBlocks * kTileBytes;
+
+    int32_t win, b, b_end;
+    work_item(p, win, b, b_end);
+    const int nb = b_end - b;
+    if (nb <= 0)
+        return;
+    const int npairs = (nb + kPipeBlocks - 1) / kPipeBlocks;
+
+    stage_a_async<R>(sa, stride, p, win, nk);
+    cp_async_commit();
+    Issuer<R> is;
+    is.q = warp; is.c = 0; is.slot = 0;
+    pair_cols(is.next, p, b, nb, warp, g);
+    col_ptrs<R>(is.col, is.next, p);
+    pair_cols(is.next, p, b, nb, warp + kWarps, g);
+    uint4 b0[kPipeBlocks * 2], b1[kPipeBlocks * 2];
+    issue_regs<R>(is, b0, p, b, nb, npairs, nk, g, t);
+    issue_regs<R>(is, b1, p, b, nb, npairs, nk, g, t);
+    int32_t off[kPipeBlocks + 1];
+    pair_offsets(off, p, b, nb, warp);
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    cp_async_wait<0>();
+    __syncthreads();
+
+    int par = 0;
+    for (int q = warp; q < npairs; q += kWarps) {
+        const int nlive = nb - q * kPipeBlocks < kPipeBlocks ? nb - q * kPipeBlocks : kPipeBlocks;
+        NzPrefetch pf;
+        prefetch_nonzeros(pf, p, off, lane);
+        int32_t off_next[kPipeBlocks + 1];
+        pair_offsets(off_next, p, b, nb, q + kWarps);
+        float acc[kPipeBlocks][4];
+#pragma unroll
+        for (int j = 0; j < kPipeBlocks; ++j)
+            acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+        auto step = [&](uint4 (&cur)[kPipeBlocks * 2], int c) {
+            AFrag<P> a;
+            load_a<P>(a, sa, stride, c, g, t);
+#pragma unroll
+            for (int j = 0; j < kPipeBlocks; ++j)
+                if (j < nlive) {
+                    uint32_t w[kLaneWords];
+                    unpack(w, cur[2 * j], cur[2 * j + 1]);
+                    chunk_mma<P>(acc[j], a, w);
+                }
+            issue_regs<R>(is, cur, p, b, nb, npairs, nk, g, t); // two steps ahead
+        };
+        for (int c = 0; c < nk; ++c) {
+            if (par == 0)
+                step(b0, c);
+            else
+                step(b1, c);
+            par ^= 1;
+        }
+        write_pair<CT>(p, tiles, acc, off, pf, lane, g, t, alpha, beta);
+#pragma unroll
+        for (int j = 0; j <= kPipeBlocks; ++j)
+            off[j] = off_next[j];
+    }
+}
+
 } // namespace sddmm
 } // namespace tc

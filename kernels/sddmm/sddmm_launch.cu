@@ -70,6 +70,8 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 // for every plain TF32 call on the default ring, 0 never (tuning knobs for
 // tcsparse-bench-sddmm).  The attribute is set by tc_sddmm_plan_ready.
 
+// The variants (tc_sddmm_args::variant) PIPE_WIDE and PIPE take it and leave it whatever the
+// rule says; REGB leaves it.
 bool wide_l1(const tc_sddmm_args *a, int S)
 {
     static const int forced = [] {
@@ -77,11 +79,20 @@ bool wide_l1(const tc_sddmm_args *a, int S)
         return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
     }();
     if (a->ab_type != TC_T_F32 || a->c_type != TC_T_F32 || !a->tf32 || S != kPipeStages ||
-        a->plan == nullptr || forced == 0)
+        a->plan == nullptr)
         return false;
-    if (forced == 1)
-        return true;
+    if (a->variant != TC_SDDMM_VAR_RULE)
+        return a->variant == TC_SDDMM_VAR_PIPE_WIDE;
+    if (forced >= 0)
+        return forced == 1;
     return a->K > 32 && tc_wide_l1_plan(a->plan->nnz, a->plan->blocks);
+}
+
+// Whether the environment variable is set to something (a knob that pins the kernel).
+bool env_set(const char *name)
+{
+    const char *e = getenv(name);
+    return e != nullptr && *e != '\0';
 }
 
 void *wide_l1_fn() { return (void *)sddmm_pipe_kernel<Tf32, float, kPipeStages, true>; }
@@ -106,6 +117,10 @@ void *pick_kernel(const tc_sddmm_args *a, const char **name, bool allow_wide = t
         if (a->c_type != TC_T_F32)
             break;
         if (a->tf32) {
+            if (S == kPipeStages && a->variant == TC_SDDMM_VAR_REGB) {
+                *name = "tc_sddmm_tf32_regb";
+                return (void *)sddmm_regb_kernel<Tf32, float>;
+            }
             if (S > 0 && allow_wide && wide_l1(a, S)) {
                 *name = "tc_sddmm_tf32_pipe_l1";
                 return wide_l1_fn();
@@ -189,6 +204,22 @@ Params make_params(const tc_sddmm_args *a)
 }
 
 } // namespace
+
+extern "C" int tc_sddmm_variants(const tc_sddmm_args *a, int var[TC_SDDMM_MAX_VARIANTS])
+{
+    static const bool pinned = env_set("TCSPARSE_SDDMM_PIPE") ||
+                               env_set("TCSPARSE_SDDMM_PIPE_STAGES") ||
+                               env_set("TCSPARSE_SDDMM_WIDE_L1");
+    if (pinned || a->ab_type != TC_T_F32 || a->c_type != TC_T_F32 || !a->tf32 ||
+        a->plan == nullptr || a->K <= 32 || pipe_stages(a) != kPipeStages)
+        return 0;
+    tc_sddmm_args r = *a;
+    r.variant = TC_SDDMM_VAR_RULE;
+    var[0] = wide_l1(&r, kPipeStages) ? TC_SDDMM_VAR_PIPE_WIDE : TC_SDDMM_VAR_PIPE;
+    var[1] = var[0] == TC_SDDMM_VAR_PIPE_WIDE ? TC_SDDMM_VAR_PIPE : TC_SDDMM_VAR_PIPE_WIDE;
+    var[2] = TC_SDDMM_VAR_REGB;
+    return 3;
+}
 
 extern "C" const char *tc_sddmm_kernel_name(const tc_sddmm_args *a)
 {

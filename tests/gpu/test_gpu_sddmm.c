@@ -87,6 +87,14 @@ static double urand(void) { return tc_test_rand_uniform(&seed); }
 /* Runs one case with C's pattern m and checks it; returns the relative error and, when path
  * is not NULL, the path taken. */
 static char last_kernel[64]; /* the kernel of run_case's last execution */
+/* What run_case's executions did (the kernel tuning's test): calls whose reason says they
+ * measured a kernel variant (src/tune.c), the distinct kernels that ran, and calls whose
+ * output differed bitwise from the first call's. */
+static struct {
+    int tuning_calls, nkernels, bit_diffs;
+    char kernels[4][64];
+    char last_reason[160];
+} call_log;
 
 static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, tcsparsePath_t *path)
 {
@@ -181,6 +189,8 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     double err = 0;
     tc_test_measuring measuring = {0, 0};
     tcsparseRouteInfo_t ri;
+    memset(&call_log, 0, sizeof call_log);
+    void *first_out = malloc(vbytes);
     for (int rep = 0; rep < (k->repeat > 0 ? k->repeat : 1); rep++) {
         if (rep > 0) /* each execution from C's initial values (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_val, h_val_init, vbytes, cudaMemcpyHostToDevice), cudaSuccess);
@@ -189,6 +199,13 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
         snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
+        snprintf(call_log.last_reason, sizeof call_log.last_reason, "%s", ri.reason);
+        call_log.tuning_calls += strstr(ri.reason, "; tuning:") != NULL;
+        int seen = 0;
+        for (int i = 0; i < call_log.nkernels; i++)
+            seen |= strcmp(call_log.kernels[i], ri.kernel) == 0;
+        if (!seen && call_log.nkernels < 4)
+            snprintf(call_log.kernels[call_log.nkernels++], sizeof call_log.kernels[0], "%s", ri.kernel);
         if (k->route == TCSPARSE_ROUTE_TC_BASE)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
         if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
@@ -198,6 +215,10 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
 
         cr_assert_eq(cudaMemcpy(h_val, d_val, esize(k->c) * (size_t)(nnz + SENTINELS),
                                 cudaMemcpyDeviceToHost), cudaSuccess);
+        if (rep == 0)
+            memcpy(first_out, h_val, vbytes);
+        else
+            call_log.bit_diffs += memcmp(first_out, h_val, vbytes) != 0;
         for (int64_t e = 0; e < nnz; e++) {
             out[e] = get(h_val, (size_t)e, k->c);
             cr_assert(isfinite(out[e]), "%s: C value %lld = %g not written or not finite (%s)", label,
@@ -215,6 +236,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     if (k->explore > 0)
         TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_val_init);
+    free(first_out);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(C); tcsparseDestroyDnMat(dA); tcsparseDestroyDnMat(dB); tcsparseDestroy(h);
@@ -629,5 +651,61 @@ Test(gpu_sddmm, measured_on_calls)
         run_case(&m, &k, v[i].name, NULL);
     }
     unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    tc_csr_free(&m);
+}
+
+/* Kernel tuning on the executions (src/tune.c): on a plan where the launcher offers several
+ * plain TF32 kernel variants (K > 32: the ring with and without the wide L1, B through
+ * registers), the first executions of a kind of call on a forced path run each three times,
+ * and later calls one of them.  Every call is checked against the CPU reference (run_case),
+ * and every call's output equals the first's bit for bit (the variants compute the same
+ * products in the same order, and an SDDMM block never adds into another's output).
+ * Nothing is measured at K <= 32, in 3xTF32 or with TCSPARSE_TUNE=0. */
+Test(gpu_sddmm, tune_kernels)
+{
+    TC_REQUIRE_GPU();
+    static const char *const knobs[] = {"TCSPARSE_SDDMM_WIDE_L1", "TCSPARSE_SDDMM_PIPE",
+                                         "TCSPARSE_SDDMM_PIPE_STAGES", "TCSPARSE_TUNE",
+                                         "TCSPARSE_SELECT"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (getenv(knobs[i]) != NULL)
+            cr_skip_test("%s is set in the environment", knobs[i]);
+    static const struct {
+        int64_t K;
+        int tf32, bal;
+        int tuning, kernels; /* tuning calls and distinct kernels expected */
+        int off;             /* with TCSPARSE_TUNE=0 */
+    } cases[] = {
+        {128, 1, 0, 9, 3, 0}, {128, 1, 1, 9, 3, 0}, /* TF32, base and chunked (beta != 0) */
+        {33, 1, 0, 9, 3, 0},                        /* a K tail */
+        {32, 1, 0, 0, 1, 0},                        /* K <= 32: the launcher's choice only */
+        {128, 0, 0, 0, 1, 0},                       /* 3xTF32 */
+        {128, 1, 0, 0, 1, 1},                       /* TCSPARSE_TUNE=0 */
+    };
+    tc_csr m;
+    gen_or_fail("uniform:3001:2999:9", &m);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].off)
+            setenv("TCSPARSE_TUNE", "0", 1);
+        sddmm_case k = base_case(cases[c].K);
+        k.tf32 = cases[c].tf32;
+        k.route = cases[c].bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+        k.beta = cases[c].bal ? 0.5f : 0.0f;
+        k.repeat = 13;
+        char label[160];
+        snprintf(label, sizeof label, "K=%lld %s %s%s", (long long)cases[c].K,
+                 cases[c].tf32 ? "tf32" : "3xtf32", cases[c].bal ? "balanced" : "base",
+                 cases[c].off ? " TCSPARSE_TUNE=0" : "");
+        run_case(&m, &k, label, NULL);
+        unsetenv("TCSPARSE_TUNE");
+        cr_assert_eq(call_log.tuning_calls, cases[c].tuning, "%s: %d calls tuning (last: %s)", label,
+                     call_log.tuning_calls, call_log.last_reason);
+        cr_assert_eq(call_log.nkernels, cases[c].kernels, "%s: %d kernels ran (%s, %s)", label,
+                     call_log.nkernels, call_log.kernels[0], call_log.kernels[1]);
+        cr_assert(strstr(call_log.last_reason, "tuning") == NULL, "%s: still tuning: %s", label,
+                  call_log.last_reason);
+        cr_assert_eq(call_log.bit_diffs, 0, "%s: %d calls differ bitwise from the first", label,
+                     call_log.bit_diffs);
+    }
     tc_csr_free(&m);
 }
