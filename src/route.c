@@ -610,6 +610,30 @@ int tc_select_model_only(void)
 static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced", "cuSPARSE",
                                                        "cuSPARSE CSR_ALG3"};
 
+int tc_stream_capturing(cudaStream_t s)
+{
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the error of this query, not the caller's */
+        return 1;
+    }
+    return cap != cudaStreamCaptureStatusNone;
+}
+
+int tc_explore_wait_other(tc_explore *x, const tc_call_kind *k)
+{
+    if (!x->active || tc_call_kind_eq(&x->kind, k))
+        return 0;
+    return ++x->idle <= TC_EXPLORE_IDLE_CALLS;
+}
+
+void tc_explore_abandon(tc_explore *x)
+{
+    for (int i = 0; i < x->nev; i++)
+        x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record wins */
+    x->active = 0;
+}
+
 /* Reads back the samples whose second event has completed (no synchronisation). */
 void tc_explore_harvest(tc_explore *x)
 {
@@ -656,24 +680,12 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
                                    tc_decision *d, int alg3_ok)
 {
     tc_explore *x = &p->explore;
-    /* nothing is queried, created or recorded for a stream being captured: a query of an
-     * event inside a global-mode capture invalidates the caller's graph */
-    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess) {
-        (void)cudaGetLastError(); /* the error of this query, not the caller's */
+    if (tc_stream_capturing(h->stream))
         return -1;
-    }
-    if (cap != cudaStreamCaptureStatusNone)
-        return -1;
-    if (x->active && !tc_call_kind_eq(&x->kind, kind)) {
-        /* another kind is being measured; one that does not come back (a one-off N) must
-         * not hold the plan's measurement for ever */
-        if (++x->idle <= TC_EXPLORE_IDLE_CALLS)
-            return -1; /* the model decides this call */
-        for (int i = 0; i < x->nev; i++)
-            x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record wins */
-        x->active = 0;
-    }
+    if (tc_explore_wait_other(x, kind))
+        return -1; /* the model decides this call */
+    if (x->active && !tc_call_kind_eq(&x->kind, kind))
+        tc_explore_abandon(x);
     if (!x->active) {
         if (d->ncand < 2)
             return -1; /* the model's choice has no rival worth a measurement */

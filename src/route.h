@@ -37,6 +37,17 @@ tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc
                               tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx);
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void);
+/* Whether the stream is being captured (or cannot be asked): nothing is queried, created or
+ * recorded for such a stream, since a query of an event inside a global-mode capture
+ * invalidates the caller's graph. */
+int tc_stream_capturing(cudaStream_t s);
+/* x is measuring another kind than k: 1 while that kind may still come back (this call is
+ * left alone; the call is counted), 0 once it has been idle for TC_EXPLORE_IDLE_CALLS calls
+ * of other kinds (a one-off N must not hold the plan's measurement for ever), or when x is
+ * idle or measuring k. */
+int tc_explore_wait_other(tc_explore *x, const tc_call_kind *k);
+/* Gives up x's measurement: its pending pairs are free again. */
+void tc_explore_abandon(tc_explore *x);
 /* Reads back the samples of x whose second event has completed (no synchronisation):
  * done[], best_ms[] and dropped[] by candidate index; their pairs are free again. */
 void tc_explore_harvest(tc_explore *x);

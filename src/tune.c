@@ -90,27 +90,17 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
                         const int *var, int nvar, int *variant, int *which, int *sample)
 {
     tc_explore *x = &p->tune;
-    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess) {
-        (void)cudaGetLastError(); /* the error of this query, not the caller's */
+    if (tc_stream_capturing(h->stream))
         return -1;
-    }
-    if (cap != cudaStreamCaptureStatusNone)
+    if (tc_explore_wait_other(x, key))
         return -1;
     if (x->active && !tc_call_kind_eq(&x->kind, key)) {
-        /* another kind is being tuned; one that does not come back must not hold the plan's
-         * tuning for ever.  Its samples, when all are in, still make its result. */
-        if (++x->idle <= TC_EXPLORE_IDLE_CALLS)
-            return -1;
+        /* the other kind's samples, when all are in, still make its result */
         tc_explore_harvest(x);
-        if (tc_tune_left(x) == 0 && tc_tune_pending(x) == 0) {
+        if (tc_tune_left(x) == 0 && tc_tune_pending(x) == 0)
             (void)tc_tune_finish(p);
-        } else {
-            for (int i = 0; i < x->nev; i++)
-                x->ev_cand[i] = 0; /* a pending pair may be recorded again: the later record
-                                    * wins */
-            x->active = 0;
-        }
+        else
+            tc_explore_abandon(x);
     }
     if (!x->active) {
         memset(x->cand, 0, sizeof x->cand);

@@ -215,96 +215,6 @@ __device__ __forceinline__ void write_pair(const Params &p, Tile *tiles,
                           beta);
 }
 
-// ---- the kernel ----------------------------------------------------------------------------
-
-// Dynamic shared memory: pipe_smem_bytes(nk, S), nk = chunks of K (at least 1, at most
-// kPipeMaxChunks).  K = 0 runs one chunk of zeros, so every nonzero is still written.
-// kWideL1: the same kernel as a separate instance, whose launcher asks for a smaller shared
-// memory carveout (sddmm_launch.cu, wide_l1; a function attribute holds for every launch of
-// an instance).
-template <class P, class CT, int S, bool kWideL1 = false>
-__global__ void __launch_bounds__(kThreads, pipe_min_blocks_per_sm<P>())
-    sddmm_pipe_kernel(const Params p)
-{
-    using T = typename P::T;
-    using R = typename Raw<T>::type;
-    constexpr int CE = chunk_elems<T>();
-    extern __shared__ __align__(16) char smem[];
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    const int nk = p.K > 0 ? (int)((p.K + CE - 1) / CE) : 1;
-    const int stride = nk * kChunkBytes + kRowPad;
-    char *ring = smem + warp * (S * kPipeSlotBytes);
-    Tile *tiles = reinterpret_cast<Tile *>(smem + kWarps * S * kPipeSlotBytes) +
-                  warp * kPipeBlocks;
-    char *sa = smem + kWarps * S * kPipeSlotBytes + kWarps * kPipeBlocks * kTileBytes;
-
-    int32_t win, b, b_end;
-    work_item(p, win, b, b_end);
-    const int nb = b_end - b;
-    if (nb <= 0)
-        return; // the whole thread block: no barrier is left waiting
-    const int npairs = (nb + kPipeBlocks - 1) / kPipeBlocks;
-
-    // A first (the oldest cp.async group), then the ring's first S - 1 steps.
-    stage_a_async<R>(sa, stride, p, win, nk);
-    cp_async_commit();
-    Issuer<R> is;
-    is.q = warp; is.c = 0; is.slot = 0;
-    pair_cols(is.next, p, b, nb, warp, g);
-    col_ptrs<R>(is.col, is.next, p);
-    pair_cols(is.next, p, b, nb, warp + kWarps, g);
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        issue<R, S>(is, ring, p, b, nb, npairs, nk, lane, g, t);
-        cp_async_commit();
-    }
-    int32_t off[kPipeBlocks + 1];
-    pair_offsets(off, p, b, nb, warp);
-    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
-    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    cp_async_wait<S - 1>(); // this thread's pieces of A have landed
-    __syncthreads();        // and everyone else's
-
-    int slot = 0;
-    for (int q = warp; q < npairs; q += kWarps) {
-        const int nlive = nb - q * kPipeBlocks < kPipeBlocks ? nb - q * kPipeBlocks : kPipeBlocks;
-        NzPrefetch pf;
-        prefetch_nonzeros(pf, p, off, lane);
-        int32_t off_next[kPipeBlocks + 1];
-        pair_offsets(off_next, p, b, nb, q + kWarps);
-        float acc[kPipeBlocks][4];
-#pragma unroll
-        for (int j = 0; j < kPipeBlocks; ++j)
-            acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-
-        for (int c = 0; c < nk; ++c) {
-            // One group per step, empty once the warp has nothing left to copy, so that
-            // "all but the newest S - 1" is always this step's group.
-            issue<R, S>(is, ring, p, b, nb, npairs, nk, lane, g, t);
-            cp_async_commit();
-            cp_async_wait<S - 1>();
-            AFrag<P> a;
-            load_a<P>(a, sa, stride, c, g, t);
-            const char *cur = ring + slot * kPipeSlotBytes;
-#pragma unroll
-            for (int j = 0; j < kPipeBlocks; ++j)
-                if (j < nlive) {
-                    uint32_t w[kLaneWords];
-                    read_piece(w, cur, j, lane);
-                    chunk_mma<P>(acc[j], a, w);
-                }
-            slot = slot + 1 == S ? 0 : slot + 1;
-        }
-        write_pair<CT>(p, tiles, acc, off, pf, lane, g, t, alpha, beta);
-#pragma unroll
-        for (int j = 0; j <= kPipeBlocks; ++j)
-            off[j] = off_next[j];
-    }
-}
-
-
 // ---- B through registers (the REGB variant, plain TF32) --------------------------------------
 //
 // The ring costs L1 three accesses per piece (the fill, the cp.async write to shared memory,
@@ -313,8 +223,8 @@ __global__ void __launch_bounds__(kThreads, pipe_min_blocks_per_sm<P>())
 // one access per piece.  But a load into registers holds the warp at its first use, which
 // cp.async does not: on the H100 it is faster only on some inputs (ogbl-ddi, uniform 2^18 x
 // 256 at K = 128: docs/performance.md, "Sixteenth session"), so it is a variant the
-// executions measure (src/tune.c), never the launcher's own choice.  Same products in the
-// same order as the ring's kernel; the shared memory layout of the 3-slot ring (unused).
+// executions measure (src/tune.c), never the launcher's own choice.  It is the kernel below
+// with kRegB: same products in the same order, the shared memory layout of the ring (unused).
 
 template <class R>
 __device__ __forceinline__ void issue_regs(Issuer<R> &is, uint4 (&dst)[kPipeBlocks * 2],
@@ -350,19 +260,29 @@ __device__ __forceinline__ void issue_regs(Issuer<R> &is, uint4 (&dst)[kPipeBloc
 }
 
 // 5 resident thread blocks an SM asked of ptxas: 96 registers, no spill (4: 105, slower).
-template <class P, class CT>
-__global__ void __launch_bounds__(kThreads, 5) sddmm_regb_kernel(const Params p)
+// ---- the kernel ----------------------------------------------------------------------------
+
+// Dynamic shared memory: pipe_smem_bytes(nk, S), nk = chunks of K (at least 1, at most
+// kPipeMaxChunks).  K = 0 runs one chunk of zeros, so every nonzero is still written.
+// kWideL1: the same kernel as a separate instance, whose launcher asks for a smaller shared
+// memory carveout (sddmm_launch.cu, wide_l1; a function attribute holds for every launch of
+// an instance).  kRegB: B's pieces through registers (issue_regs) instead of the ring; 5
+// resident thread blocks an SM asked of ptxas (96 registers for TF32, no spill; 4 gave 105
+// and was slower).
+template <class P, class CT, int S, bool kWideL1 = false, bool kRegB = false>
+__global__ void __launch_bounds__(kThreads, kRegB ? 5 : pipe_min_blocks_per_sm<P>())
+    sddmm_pipe_kernel(const Params p)
 {
     using T = typename P::T;
     using R = typename Raw<T>::type;
     constexpr int CE = chunk_elems<T>();
-    constexpr int S = kPipeStages; // the shared memory layout of the pipelined kernel (ring unused)
     extern __shared__ __align__(16) char smem[];
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int nk = p.K > 0 ? (int)((p.K + CE - 1) / CE) : 1;
     const int stride = nk * kChunkBytes + kRowPad;
+    char *ring = smem + warp * (S * kPipeSlotBytes);
     Tile *tiles = reinterpret_cast<Tile *>(smem + kWarps * S * kPipeSlotBytes) +
                   warp * kPipeBlocks;
     char *sa = smem + kWarps * S * kPipeSlotBytes + kWarps * kPipeBlocks * kTileBytes;
@@ -371,9 +291,11 @@ __global__ void __launch_bounds__(kThreads, 5) sddmm_regb_kernel(const Params p)
     work_item(p, win, b, b_end);
     const int nb = b_end - b;
     if (nb <= 0)
-        return;
+        return; // the whole thread block: no barrier is left waiting
     const int npairs = (nb + kPipeBlocks - 1) / kPipeBlocks;
 
+    // A first (the oldest cp.async group), then the first S - 1 steps of B (kRegB: the first
+    // two, into the two register buffers).
     stage_a_async<R>(sa, stride, p, win, nk);
     cp_async_commit();
     Issuer<R> is;
@@ -381,17 +303,25 @@ __global__ void __launch_bounds__(kThreads, 5) sddmm_regb_kernel(const Params p)
     pair_cols(is.next, p, b, nb, warp, g);
     col_ptrs<R>(is.col, is.next, p);
     pair_cols(is.next, p, b, nb, warp + kWarps, g);
-    uint4 b0[kPipeBlocks * 2], b1[kPipeBlocks * 2];
-    issue_regs<R>(is, b0, p, b, nb, npairs, nk, g, t);
-    issue_regs<R>(is, b1, p, b, nb, npairs, nk, g, t);
+    uint4 regs[2][kPipeBlocks * 2];
+    if constexpr (kRegB) {
+        issue_regs<R>(is, regs[0], p, b, nb, npairs, nk, g, t);
+        issue_regs<R>(is, regs[1], p, b, nb, npairs, nk, g, t);
+    } else {
+#pragma unroll
+        for (int s = 0; s < S - 1; ++s) {
+            issue<R, S>(is, ring, p, b, nb, npairs, nk, lane, g, t);
+            cp_async_commit();
+        }
+    }
     int32_t off[kPipeBlocks + 1];
     pair_offsets(off, p, b, nb, warp);
     const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
     const float beta = p.beta_dev ? *p.beta_dev : p.beta;
-    cp_async_wait<0>();
-    __syncthreads();
+    cp_async_wait<kRegB ? 0 : S - 1>(); // this thread's pieces of A have landed
+    __syncthreads();                     // and everyone else's
 
-    int par = 0;
+    int slot = 0; // ring slot, or (kRegB) register buffer
     for (int q = warp; q < npairs; q += kWarps) {
         const int nlive = nb - q * kPipeBlocks < kPipeBlocks ? nb - q * kPipeBlocks : kPipeBlocks;
         NzPrefetch pf;
@@ -402,24 +332,44 @@ __global__ void __launch_bounds__(kThreads, 5) sddmm_regb_kernel(const Params p)
 #pragma unroll
         for (int j = 0; j < kPipeBlocks; ++j)
             acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-        auto step = [&](uint4 (&cur)[kPipeBlocks * 2], int c) {
-            AFrag<P> a;
-            load_a<P>(a, sa, stride, c, g, t);
-#pragma unroll
-            for (int j = 0; j < kPipeBlocks; ++j)
-                if (j < nlive) {
-                    uint32_t w[kLaneWords];
-                    unpack(w, cur[2 * j], cur[2 * j + 1]);
-                    chunk_mma<P>(acc[j], a, w);
-                }
-            issue_regs<R>(is, cur, p, b, nb, npairs, nk, g, t); // two steps ahead
-        };
+
         for (int c = 0; c < nk; ++c) {
-            if (par == 0)
-                step(b0, c);
-            else
-                step(b1, c);
-            par ^= 1;
+            AFrag<P> a;
+            if constexpr (kRegB) {
+                load_a<P>(a, sa, stride, c, g, t);
+                // the buffer's index must be a constant for it to stay in registers
+                auto step = [&](uint4 (&cur)[kPipeBlocks * 2]) {
+#pragma unroll
+                    for (int j = 0; j < kPipeBlocks; ++j)
+                        if (j < nlive) {
+                            uint32_t w[kLaneWords];
+                            unpack(w, cur[2 * j], cur[2 * j + 1]);
+                            chunk_mma<P>(acc[j], a, w);
+                        }
+                    issue_regs<R>(is, cur, p, b, nb, npairs, nk, g, t); // two steps ahead
+                };
+                if (slot == 0)
+                    step(regs[0]);
+                else
+                    step(regs[1]);
+                slot ^= 1;
+            } else {
+                // One group per step, empty once the warp has nothing left to copy, so that
+                // "all but the newest S - 1" is always this step's group.
+                issue<R, S>(is, ring, p, b, nb, npairs, nk, lane, g, t);
+                cp_async_commit();
+                cp_async_wait<S - 1>();
+                load_a<P>(a, sa, stride, c, g, t);
+                const char *cur = ring + slot * kPipeSlotBytes;
+#pragma unroll
+                for (int j = 0; j < kPipeBlocks; ++j)
+                    if (j < nlive) {
+                        uint32_t w[kLaneWords];
+                        read_piece(w, cur, j, lane);
+                        chunk_mma<P>(acc[j], a, w);
+                    }
+                slot = slot + 1 == S ? 0 : slot + 1;
+            }
         }
         write_pair<CT>(p, tiles, acc, off, pf, lane, g, t, alpha, beta);
 #pragma unroll

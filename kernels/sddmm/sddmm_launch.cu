@@ -119,7 +119,7 @@ void *pick_kernel(const tc_sddmm_args *a, const char **name, bool allow_wide = t
         if (a->tf32) {
             if (S == kPipeStages && a->variant == TC_SDDMM_VAR_REGB) {
                 *name = "tc_sddmm_tf32_regb";
-                return (void *)sddmm_regb_kernel<Tf32, float>;
+                return (void *)sddmm_pipe_kernel<Tf32, float, kPipeStages, false, true>;
             }
             if (S > 0 && allow_wide && wide_l1(a, S)) {
                 *name = "tc_sddmm_tf32_pipe_l1";

@@ -106,3 +106,28 @@ void tc_test_measuring_note(tc_test_measuring *m, const tcsparseRouteInfo_t *ri)
     m->explored++;
     m->paths |= 1u << (ri->path * 2 + (strstr(ri->kernel, "ALG3") != NULL));
 }
+
+void tc_test_call_log_reset(tc_test_call_log *l)
+{
+    free(l->first);
+    memset(l, 0, sizeof *l);
+}
+
+void tc_test_call_log_note(tc_test_call_log *l, const tcsparseRouteInfo_t *ri, const void *out,
+                           size_t bytes)
+{
+    snprintf(l->last_reason, sizeof l->last_reason, "%s", ri->reason);
+    l->tuning_calls += strstr(ri->reason, "; tuning:") != NULL;
+    int seen = 0;
+    for (int i = 0; i < l->nkernels; i++)
+        seen |= strcmp(l->kernels[i], ri->kernel) == 0;
+    if (!seen && l->nkernels < 4)
+        snprintf(l->kernels[l->nkernels++], sizeof l->kernels[0], "%s", ri->kernel);
+    if (l->first == NULL) {
+        l->first = malloc(bytes ? bytes : 1);
+        if (l->first != NULL)
+            memcpy(l->first, out, bytes);
+    } else {
+        l->bit_diffs += memcmp(l->first, out, bytes) != 0;
+    }
+}

@@ -38,6 +38,37 @@ typedef struct {
 /* Notes the last route of a call: counted when it was a sample ("exploring: ..."). */
 void tc_test_measuring_note(tc_test_measuring *m, const tcsparseRouteInfo_t *ri);
 
+/* What a series of executions did (the kernel tuning's tests, src/tune.c): the calls whose
+ * reason says they measured a kernel variant, the distinct kernels that ran (the first 4),
+ * the last reason, and the calls whose output differed bitwise from the first call's. */
+typedef struct {
+    int tuning_calls, nkernels, bit_diffs;
+    char kernels[4][64];
+    char last_reason[160];
+    void *first; /* the first call's output (malloc'd) */
+} tc_test_call_log;
+
+/* Empties l (freeing what it holds). */
+void tc_test_call_log_reset(tc_test_call_log *l);
+/* Notes one call: its route, and its output (bytes at out, host memory). */
+void tc_test_call_log_note(tc_test_call_log *l, const tcsparseRouteInfo_t *ri, const void *out,
+                           size_t bytes);
+
+/* After the calls: exactly n_tuning of them measured a variant, n_kernels distinct kernels
+ * ran, the last call no longer tuned, and (when bitwise) every output equalled the first. */
+#define TC_ASSERT_TUNED(l, n_tuning, n_kernels, bitwise, label)                                \
+    do {                                                                                       \
+        cr_assert_eq((l)->tuning_calls, (n_tuning), "%s: %d calls tuning (last: %s)", (label), \
+                     (l)->tuning_calls, (l)->last_reason);                                     \
+        cr_assert_eq((l)->nkernels, (n_kernels), "%s: %d kernels ran (%s, %s)", (label),       \
+                     (l)->nkernels, (l)->kernels[0], (l)->kernels[1]);                         \
+        cr_assert(strstr((l)->last_reason, "tuning") == NULL, "%s: still tuning: %s", (label), \
+                  (l)->last_reason);                                                           \
+        if (bitwise)                                                                           \
+            cr_assert_eq((l)->bit_diffs, 0, "%s: %d calls differ bitwise from the first",      \
+                         (label), (l)->bit_diffs);                                             \
+    } while (0)
+
 /* After the calls (ri: the last one's route): at least two samples, on two paths or more,
  * and the route settled on a measured decision.  Criterion assertions, as TC_REQUIRE_GPU. */
 #define TC_ASSERT_MEASURED_AND_SETTLED(m, ri, label)                                           \

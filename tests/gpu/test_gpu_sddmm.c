@@ -87,14 +87,7 @@ static double urand(void) { return tc_test_rand_uniform(&seed); }
 /* Runs one case with C's pattern m and checks it; returns the relative error and, when path
  * is not NULL, the path taken. */
 static char last_kernel[64]; /* the kernel of run_case's last execution */
-/* What run_case's executions did (the kernel tuning's test): calls whose reason says they
- * measured a kernel variant (src/tune.c), the distinct kernels that ran, and calls whose
- * output differed bitwise from the first call's. */
-static struct {
-    int tuning_calls, nkernels, bit_diffs;
-    char kernels[4][64];
-    char last_reason[160];
-} call_log;
+static tc_test_call_log call_log; /* what run_case's executions did (the tuning's test) */
 
 static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, tcsparsePath_t *path)
 {
@@ -189,8 +182,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     double err = 0;
     tc_test_measuring measuring = {0, 0};
     tcsparseRouteInfo_t ri;
-    memset(&call_log, 0, sizeof call_log);
-    void *first_out = malloc(vbytes);
+    tc_test_call_log_reset(&call_log);
     for (int rep = 0; rep < (k->repeat > 0 ? k->repeat : 1); rep++) {
         if (rep > 0) /* each execution from C's initial values (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_val, h_val_init, vbytes, cudaMemcpyHostToDevice), cudaSuccess);
@@ -199,13 +191,6 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
         snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
-        snprintf(call_log.last_reason, sizeof call_log.last_reason, "%s", ri.reason);
-        call_log.tuning_calls += strstr(ri.reason, "; tuning:") != NULL;
-        int seen = 0;
-        for (int i = 0; i < call_log.nkernels; i++)
-            seen |= strcmp(call_log.kernels[i], ri.kernel) == 0;
-        if (!seen && call_log.nkernels < 4)
-            snprintf(call_log.kernels[call_log.nkernels++], sizeof call_log.kernels[0], "%s", ri.kernel);
         if (k->route == TCSPARSE_ROUTE_TC_BASE)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
         if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
@@ -215,10 +200,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
 
         cr_assert_eq(cudaMemcpy(h_val, d_val, esize(k->c) * (size_t)(nnz + SENTINELS),
                                 cudaMemcpyDeviceToHost), cudaSuccess);
-        if (rep == 0)
-            memcpy(first_out, h_val, vbytes);
-        else
-            call_log.bit_diffs += memcmp(first_out, h_val, vbytes) != 0;
+        tc_test_call_log_note(&call_log, &ri, h_val, vbytes);
         for (int64_t e = 0; e < nnz; e++) {
             out[e] = get(h_val, (size_t)e, k->c);
             cr_assert(isfinite(out[e]), "%s: C value %lld = %g not written or not finite (%s)", label,
@@ -236,7 +218,6 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     if (k->explore > 0)
         TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_val_init);
-    free(first_out);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(C); tcsparseDestroyDnMat(dA); tcsparseDestroyDnMat(dB); tcsparseDestroy(h);
@@ -698,14 +679,7 @@ Test(gpu_sddmm, tune_kernels)
                  cases[c].off ? " TCSPARSE_TUNE=0" : "");
         run_case(&m, &k, label, NULL);
         unsetenv("TCSPARSE_TUNE");
-        cr_assert_eq(call_log.tuning_calls, cases[c].tuning, "%s: %d calls tuning (last: %s)", label,
-                     call_log.tuning_calls, call_log.last_reason);
-        cr_assert_eq(call_log.nkernels, cases[c].kernels, "%s: %d kernels ran (%s, %s)", label,
-                     call_log.nkernels, call_log.kernels[0], call_log.kernels[1]);
-        cr_assert(strstr(call_log.last_reason, "tuning") == NULL, "%s: still tuning: %s", label,
-                  call_log.last_reason);
-        cr_assert_eq(call_log.bit_diffs, 0, "%s: %d calls differ bitwise from the first", label,
-                     call_log.bit_diffs);
+        TC_ASSERT_TUNED(&call_log, cases[c].tuning, cases[c].kernels, 1, label);
     }
     tc_csr_free(&m);
 }

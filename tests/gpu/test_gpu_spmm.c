@@ -90,14 +90,7 @@ static double urand(void)
 
 /* Runs one case on m and checks it; returns the relative error. */
 static char last_kernel[64]; /* the kernel of run_case's last execution */
-/* What run_case's executions did (the kernel tuning's test): calls whose reason says they
- * measured a kernel variant (src/tune.c), the distinct kernels that ran, and calls whose
- * output differed bitwise from the first call's. */
-static struct {
-    int tuning_calls, nkernels, bit_diffs;
-    char kernels[4][64];
-    char last_reason[160];
-} call_log;
+static tc_test_call_log call_log; /* what run_case's executions did (the tuning's test) */
 
 static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
 {
@@ -212,8 +205,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     tc_test_measuring measuring = {0, 0};
     double err = 0;
     tcsparseRouteInfo_t ri;
-    memset(&call_log, 0, sizeof call_log);
-    void *first_out = malloc(esize(k->c) * (size_t)(M * ldc + 1));
+    tc_test_call_log_reset(&call_log);
     for (int rep = 0; rep < reps; rep++) {
         if (rep > 0) /* each execution starts from C's initial contents (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(M * ldc), cudaMemcpyHostToDevice),
@@ -223,13 +215,6 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
         snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
-        snprintf(call_log.last_reason, sizeof call_log.last_reason, "%s", ri.reason);
-        call_log.tuning_calls += strstr(ri.reason, "; tuning:") != NULL;
-        int seen = 0;
-        for (int i = 0; i < call_log.nkernels; i++)
-            seen |= strcmp(call_log.kernels[i], ri.kernel) == 0;
-        if (!seen && call_log.nkernels < 4)
-            snprintf(call_log.kernels[call_log.nkernels++], sizeof call_log.kernels[0], "%s", ri.kernel);
         tc_test_measuring_note(&measuring, &ri);
         if (k->explore < 0)
             cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,
@@ -242,10 +227,7 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
 
         cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
-        if (rep == 0)
-            memcpy(first_out, h_C, esize(k->c) * (size_t)(M * ldc));
-        else
-            call_log.bit_diffs += memcmp(first_out, h_C, esize(k->c) * (size_t)(M * ldc)) != 0;
+        tc_test_call_log_note(&call_log, &ri, h_C, esize(k->c) * (size_t)(M * ldc));
         double num = 0, den = 0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < ldc; j++) {
@@ -267,7 +249,6 @@ static double run_case(const tc_csr *m, const spmm_case *k, const char *label)
     if (k->explore > 0)
         TC_ASSERT_MEASURED_AND_SETTLED(&measuring, &ri, label);
     free(h_C_init);
-    free(first_out);
 
     cudaFree(buf); cudaFree(d_ab);
     tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
@@ -1050,15 +1031,8 @@ Test(gpu_spmm, tune_kernels)
                  cases[c].bal ? "balanced" : "base", cases[c].off ? " TCSPARSE_TUNE=0" : "");
         run_case(&m, &k, label);
         unsetenv("TCSPARSE_TUNE");
-        cr_assert_eq(call_log.tuning_calls, cases[c].tuning, "%s: %d calls tuning (last: %s)", label,
-                     call_log.tuning_calls, call_log.last_reason);
-        cr_assert_eq(call_log.nkernels, cases[c].kernels, "%s: %d kernels ran (%s, %s)", label,
-                     call_log.nkernels, call_log.kernels[0], call_log.kernels[1]);
-        cr_assert(strstr(call_log.last_reason, "tuning") == NULL, "%s: still tuning: %s", label,
-                  call_log.last_reason);
-        if (!cases[c].bal)
-            cr_assert_eq(call_log.bit_diffs, 0, "%s: %d calls differ bitwise from the first", label,
-                         call_log.bit_diffs);
+        /* the balanced kernel's atomic additions make its last bits run-dependent */
+        TC_ASSERT_TUNED(&call_log, cases[c].tuning, cases[c].kernels, !cases[c].bal, label);
     }
     tc_csr_free(&m);
 }
