@@ -634,6 +634,33 @@ void tc_explore_abandon(tc_explore *x)
     x->active = 0;
 }
 
+int tc_explore_pending(const tc_explore *x)
+{
+    int pending = 0;
+    for (int i = 0; i < x->nev; i++)
+        pending += x->ev_cand[i] != 0;
+    return pending;
+}
+
+int tc_explore_free_pair(tc_explore *x)
+{
+    for (int i = 0; i < x->nev; i++)
+        if (x->ev_cand[i] == 0)
+            return i;
+    if (x->nev == TC_EXPLORE_PAIRS)
+        return -1;
+    if (cudaEventCreate(&x->ev[x->nev][0]) != cudaSuccess) {
+        (void)cudaGetLastError(); /* this creation's error, not the caller's */
+        return -1;
+    }
+    if (cudaEventCreate(&x->ev[x->nev][1]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaEventDestroy(x->ev[x->nev][0]);
+        return -1;
+    }
+    return x->nev++;
+}
+
 /* Reads back the samples whose second event has completed (no synchronisation). */
 void tc_explore_harvest(tc_explore *x)
 {
@@ -703,9 +730,8 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
     x->idle = 0;
     x->calls++;
     tc_explore_harvest(x);
-    int pending = 0, left = 0;
-    for (int i = 0; i < x->nev; i++)
-        pending += x->ev_cand[i] != 0;
+    const int pending = tc_explore_pending(x);
+    int left = 0;
     for (int i = 0; i < x->ncand; i++) {
         if (x->cand[i] == TC_SEL_CAND_ALG3 && !alg3_ok)
             x->dropped[i] = 1; /* this call asked for another algorithm than ALG_DEFAULT */
@@ -717,21 +743,8 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
         tc_decision_measured(d, tc_measured_lookup(p, kind), kind->op, alg3_ok, 0);
         return -1;
     }
-    int pair = -1;
-    for (int i = 0; i < x->nev && pair < 0; i++)
-        if (x->ev_cand[i] == 0)
-            pair = i;
-    if (left > 0 && pair < 0 && x->nev < TC_EXPLORE_PAIRS) {
-        if (cudaEventCreate(&x->ev[x->nev][0]) != cudaSuccess) {
-            (void)cudaGetLastError(); /* this creation's error, not the caller's */
-        } else if (cudaEventCreate(&x->ev[x->nev][1]) != cudaSuccess) {
-            (void)cudaGetLastError();
-            (void)cudaEventDestroy(x->ev[x->nev][0]);
-        } else {
-            pair = x->nev++;
-        }
-    }
-    if (left == 0 || pair < 0) {
+    const int pair = left > 0 ? tc_explore_free_pair(x) : -1;
+    if (pair < 0) {
         /* samples still in flight (or no events to be had): the model's choice */
         d->ra.kind = 0;
         snprintf(d->reason, sizeof d->reason,

@@ -48,6 +48,10 @@ int tc_stream_capturing(cudaStream_t s);
 int tc_explore_wait_other(tc_explore *x, const tc_call_kind *k);
 /* Gives up x's measurement: its pending pairs are free again. */
 void tc_explore_abandon(tc_explore *x);
+/* Samples of x in flight (pairs recorded and not yet read back). */
+int tc_explore_pending(const tc_explore *x);
+/* A free event pair of x, created when none is (-1: none to be had). */
+int tc_explore_free_pair(tc_explore *x);
 /* Reads back the samples of x whose second event has completed (no synchronisation):
  * done[], best_ms[] and dropped[] by candidate index; their pairs are free again. */
 void tc_explore_harvest(tc_explore *x);

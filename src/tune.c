@@ -48,27 +48,7 @@ static const tc_tuned *tc_tune_finish(struct tc_plan *p)
     return &p->tuned[p->ntuned - 1];
 }
 
-/* A free event pair of x, created when none is (-1: none to be had). */
-static int tc_tune_free_pair(tc_explore *x)
-{
-    for (int i = 0; i < x->nev; i++)
-        if (x->ev_cand[i] == 0)
-            return i;
-    if (x->nev == TC_EXPLORE_PAIRS)
-        return -1;
-    if (cudaEventCreate(&x->ev[x->nev][0]) != cudaSuccess) {
-        (void)cudaGetLastError(); /* this creation's error, not the caller's */
-        return -1;
-    }
-    if (cudaEventCreate(&x->ev[x->nev][1]) != cudaSuccess) {
-        (void)cudaGetLastError();
-        (void)cudaEventDestroy(x->ev[x->nev][0]);
-        return -1;
-    }
-    return x->nev++;
-}
-
-/* Samples of x still to issue, and in flight. */
+/* Samples of x still to issue. */
 static int tc_tune_left(const tc_explore *x)
 {
     int left = 0;
@@ -76,14 +56,6 @@ static int tc_tune_left(const tc_explore *x)
         if (!x->dropped[i] && x->issued[i] < TC_TUNE_SAMPLES)
             left += TC_TUNE_SAMPLES - x->issued[i];
     return left;
-}
-
-static int tc_tune_pending(const tc_explore *x)
-{
-    int pending = 0;
-    for (int i = 0; i < x->nev; i++)
-        pending += x->ev_cand[i] != 0;
-    return pending;
 }
 
 static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key,
@@ -97,7 +69,7 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
     if (x->active && !tc_call_kind_eq(&x->kind, key)) {
         /* the other kind's samples, when all are in, still make its result */
         tc_explore_harvest(x);
-        if (tc_tune_left(x) == 0 && tc_tune_pending(x) == 0)
+        if (tc_tune_left(x) == 0 && tc_explore_pending(x) == 0)
             (void)tc_tune_finish(p);
         else
             tc_explore_abandon(x);
@@ -120,12 +92,12 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
     x->idle = 0;
     x->calls++;
     tc_explore_harvest(x);
-    const int left = tc_tune_left(x), pending = tc_tune_pending(x);
+    const int left = tc_tune_left(x), pending = tc_explore_pending(x);
     if (left == 0 && pending == 0) {
         *variant = tc_tune_finish(p)->variant;
         return -1;
     }
-    const int pair = left > 0 ? tc_tune_free_pair(x) : -1;
+    const int pair = left > 0 ? tc_explore_free_pair(x) : -1;
     if (pair < 0)
         return -1; /* samples in flight, or no events: the launcher's choice */
     /* the variants in turn, so that no sample follows one of its own kind: an application's
