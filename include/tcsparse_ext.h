@@ -79,7 +79,29 @@ typedef struct {
                                           *   when not counted (first-col forced on CSR: ordered
                                           *   on the GPU, docs/reorder.md) */
     double reorder_nnz_per_block_after;  /**< with the ordering kept */
+    /* Late ordering (TCSPARSE_REORDER_LATE): where it stands for this descriptor. */
+    int32_t late_state;          /**< tcsparseLateState_t */
+    int32_t late_calls;          /**< executions the trial took (build to decision) */
+    double late_build_ms;        /**< host wall time of the ordered plan's build */
+    float late_ms_caller;        /**< fastest timed call on the caller's order's plan (< 0:
+                                  *   none) */
+    float late_ms_ordered;       /**< fastest timed call on the ordered plan (< 0: none) */
 } tcsparseMetcfStats_t;
+
+/** Where late ordering stands for a descriptor (tcsparseMetcfStats_t::late_state). */
+typedef enum {
+    TCSPARSE_LATE_NONE = 0,          /**< not in effect (another reorder mode, not CSR, ...) */
+    TCSPARSE_LATE_WAITING = 1,       /**< waiting for a kind of call to settle on tensor cores */
+    TCSPARSE_LATE_TRIAL = 2,         /**< both plans held; calls are being timed */
+    TCSPARSE_LATE_KEPT_ORDERED = 3,  /**< the ordered plan is kept: it was faster, or the
+                                      *   trial ended early (a capture, or its kind of call
+                                      *   stopped coming; late_ms_* then tell what was timed) */
+    TCSPARSE_LATE_KEPT_CALLER = 4,   /**< the caller's order was faster and is kept */
+    TCSPARSE_LATE_NO_GAIN = 5,       /**< the ordering saves too few blocks: not timed */
+    TCSPARSE_LATE_NOT_TRIED = 6      /**< given up: a stream capture before the trial (a
+                                      *   captured graph may hold the plan), or the ordered
+                                      *   plan could not be built or cached */
+} tcsparseLateState_t;
 
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
@@ -120,15 +142,23 @@ extern "C" {
  *  move: B, C and the values array keep the caller's order and results are the same (within
  *  the precision's bound). */
 typedef enum {
-    /** The environment variable TCSPARSE_REORDER decides: 0/off (also when unset), 1/auto,
-     *  always, or an ordering name (cluster, first-col, degree, minhash: that one, forced). */
+    /** The environment variable TCSPARSE_REORDER decides: late (also when unset), 0/off,
+     *  1/auto, always, or an ordering name (cluster, first-col, degree, minhash: that one,
+     *  forced). */
     TCSPARSE_REORDER_DEFAULT = 0,
     TCSPARSE_REORDER_OFF = 1,
     /** Keep the best ordering when it needs at least TCSPARSE_REORDER_MIN_GAIN percent
      *  (default 10) fewer 16x8 blocks than the caller's order. */
     TCSPARSE_REORDER_AUTO = 2,
     /** Keep the best ordering other than the caller's, whatever it gains (measurements). */
-    TCSPARSE_REORDER_ALWAYS = 3
+    TCSPARSE_REORDER_ALWAYS = 3,
+    /** The plan is built in the caller's order; once a kind of call has settled on tensor
+     *  cores, one call builds the first-col ordering on the GPU (CSR only), and when it has
+     *  TCSPARSE_REORDER_MIN_GAIN percent fewer blocks the next calls of that kind time both
+     *  plans (CUDA events, no synchronisation) and keep the faster (docs/reorder.md, "Late
+     *  ordering").  The first call's build is not lengthened; the later one is a few
+     *  calls' time once.  Late ordering is off under TCSPARSE_SELECT=model. */
+    TCSPARSE_REORDER_LATE = 4
 } tcsparseReorder_t;
 
 /** Orderings a plan may keep (tcsparseMetcfStats_t::reorder_ordering). */

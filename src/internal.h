@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <cuda_runtime_api.h>
 #include <cusparse.h>
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
@@ -119,6 +120,29 @@ struct tcsparseSpMatDescr {
     /* orderings the plan may choose from, bit k = tcsparseOrdering_t k (reorder_api.c); 0 =
      * TCSPARSE_REORDER_ORDERINGS decides */
     int reorder_orderings;
+    /* Late ordering (late.c, TCSPARSE_REORDER_LATE), under mu like plan. */
+    struct tc_late {
+        int state;               /* tcsparseLateState_t; 0 (NONE) until first looked at */
+        int op, ab_type, c_type, tf32; /* the kind of call of the trial (tc_call_kind) */
+        int64_t n;
+        struct tc_plan *other;   /* the plan that is not current: the caller's order's during
+                                  * the trial, then the loser until it can be freed */
+        int pick_other;          /* this call runs on other (a sample of the trial) */
+        int sample;              /* this call's event pair, or -1 */
+        int looked;              /* state was set from the reorder mode */
+        int sampling;            /* the ordered plan has settled: calls are being timed */
+        int issued, idle, calls;
+        unsigned long long ctx;  /* CUDA context of the events (tc_context_id) */
+        int ev_plan[6];          /* 1 + plan of a pending sample (0 caller's order, 1
+                                  * ordered); 0: free */
+        cudaEvent_t ev[6][2];
+        int nev;
+        float best[2];           /* fastest sample of each plan; < 0: none */
+        int done[2];
+        double build_ms;
+        int64_t caller_blocks;   /* blocks of the caller's order's plan */
+        char note[128];          /* what this call's begin decided, for its route reason */
+    } late;
     /* Unique per descriptor created (never 0): keys the handles' CSR_ALG3 workspaces, which
      * a descriptor created later at the same address must not find. */
     uint64_t serial;

@@ -12,6 +12,8 @@
 #include "fallback.h"
 #include "metcf.h"
 #include "plan.h"
+#include "late.h"
+#include "reorder.h"
 
 static double tc_now_ms(void)
 {
@@ -184,7 +186,14 @@ static void tc_cache_evict_locked(const struct tc_plan *keep, struct tc_plan **v
         struct tcsparseSpMatDescr *o = q->owner;
         if (q != keep && pthread_mutex_trylock(&o->mu) == 0) {
             tc_lru_unlink(q);
-            o->plan = NULL;
+            if (q == o->late.other) {
+                o->late.other = NULL; /* a trial ends with the current plan kept */
+            } else {
+                o->plan = o->late.other; /* NULL, or the other plan of a trial */
+                o->late.other = NULL;
+            }
+            if (o->late.state == TCSPARSE_LATE_TRIAL)
+                tc_late_trial_lost(o);
             pthread_mutex_unlock(&o->mu);
             q->owner = NULL;
             q->lru_next = *victims;
@@ -225,17 +234,35 @@ void tc_plan_cache_reconfigure(void)
     tc_free_victims(victims);
 }
 
-void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
+void tc_plan_release(struct tcsparseSpMatDescr *d, struct tc_plan *p)
 {
-    struct tc_plan *p = d->plan;
-    d->plan_refused = 0;
     if (p == NULL)
         return;
     pthread_mutex_lock(&tc_cache_mu);
     tc_lru_unlink(p);
     pthread_mutex_unlock(&tc_cache_mu);
-    d->plan = NULL;
+    if (d->plan == p)
+        d->plan = NULL;
+    if (d->late.other == p)
+        d->late.other = NULL;
     tc_plan_free(p);
+}
+
+/* Frees the descriptor's plans (the current one and late ordering's other one); a trial in
+ * progress is lost (late.c). */
+static void tc_plan_drop(struct tcsparseSpMatDescr *d)
+{
+    tc_plan_release(d, d->late.other);
+    tc_plan_release(d, d->plan);
+    if (d->late.state == TCSPARSE_LATE_TRIAL)
+        d->late.state = TCSPARSE_LATE_WAITING; /* tried again on the new plan */
+}
+
+void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
+{
+    d->plan_refused = 0;
+    tc_plan_drop(d);
+    tc_late_reset(d); /* the structure or the setting changed: decided again */
 }
 
 void tc_spmat_lock(const struct tcsparseSpMatDescr *d)
@@ -346,7 +373,8 @@ static size_t tc_cache_limit_now(void)
 
 /* Enters a new plan in the cache, evicting others as needed.  Returns NOT_SUPPORTED (and
  * frees p) when it cannot fit: larger than the limit, or the rest is held by running calls. */
-static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_plan *p)
+static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_plan *p,
+                                        int current)
 {
     struct tc_plan *victims = NULL;
     int too_big = 0, full = 0;
@@ -367,13 +395,15 @@ static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_
     pthread_mutex_unlock(&tc_cache_mu);
     tc_free_victims(victims);
     if (!too_big && !full) {
-        d->plan = p;
+        if (current)
+            d->plan = p;
         return TCSPARSE_STATUS_SUCCESS;
     }
     const size_t bytes = p->bytes;
     tc_plan_free(p);
     if (too_big) {
-        d->plan_refused = bytes;
+        if (current)
+            d->plan_refused = bytes;
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the tensor-core plan needs %zu bytes, more than the plan cache "
                             "holds (TCSPARSE_CACHE_BYTES=%zu)", bytes, limit);
@@ -382,6 +412,9 @@ static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_
                         "the tensor-core plan (%zu bytes) does not fit TCSPARSE_CACHE_BYTES=%zu: "
                         "%zu bytes are plans in use by other calls", bytes, limit, busy);
 }
+
+static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
+                                      int late_ordered, struct tc_plan **out);
 
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out)
@@ -399,14 +432,16 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     tc_cache_configure_once();
-    if (md->plan != NULL && md->plan->device == h->device) {
+    /* late ordering's sample on the plan that is not current (late.c) */
+    struct tc_plan *cur = md->late.pick_other && md->late.other != NULL ? md->late.other : md->plan;
+    if (cur != NULL && cur->device == h->device) {
         pthread_mutex_lock(&tc_cache_mu);
-        if (tc_lru_head != md->plan) { /* now the most recently used */
-            tc_lru_unlink(md->plan);
-            tc_lru_push_front(md->plan);
+        if (tc_lru_head != cur) { /* now the most recently used */
+            tc_lru_unlink(cur);
+            tc_lru_push_front(cur);
         }
         pthread_mutex_unlock(&tc_cache_mu);
-        *out = md->plan;
+        *out = cur;
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (md->plan_refused != 0 && md->plan_refused > tc_cache_limit_now())
@@ -425,7 +460,50 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
                             "the stream is capturing and the tensor-core plan is not built yet "
                             "(call _preprocess before the capture)");
     }
-    tc_plan_invalidate(md);
+    tc_plan_drop(md);
+    md->plan_refused = 0;
+    /* late ordering decided for the ordered plan: a rebuild (eviction, another device)
+     * builds it directly */
+    const int ordered = md->late.state == TCSPARSE_LATE_KEPT_ORDERED &&
+                        tc_reorder_mode(md, NULL) == TCSPARSE_REORDER_LATE;
+    struct tc_plan *p;
+    st = tc_plan_build(h, md, ordered, &p);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    st = tc_cache_insert(md, p, 1);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    *out = p;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_plan_build_late(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
+                                    struct tc_plan **out)
+{
+    struct tc_plan *p;
+    tcsparseStatus_t st = tc_plan_build(h, d, 1, &p);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    *out = p;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_plan_cache_add(struct tcsparseSpMatDescr *d, struct tc_plan *p)
+{
+    return tc_cache_insert(d, p, 0);
+}
+
+void tc_plan_discard(struct tc_plan *p)
+{
+    tc_plan_free(p);
+}
+
+/* Builds a plan of d (late_ordered: late ordering's first-col plan) outside the cache. */
+static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
+                                      int late_ordered, struct tc_plan **out)
+{
+    const struct tcsparseSpMatDescr *d = md;
+    tcsparseStatus_t st;
     struct tc_plan *p = calloc(1, sizeof *p);
     if (p == NULL)
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");
@@ -455,7 +533,8 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
                             "(injected by TCSPARSE_FAULT_PLAN_ALLOC)");
     }
     tc_reorder_info rinfo; /* reorder.c: exactly tc_convert_gpu unless reordering is on */
-    st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, &rinfo, msg, sizeof msg);
+    st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, late_ordered, &rinfo, msg,
+                            sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         free(p);
         (void)cudaGetLastError(); /* a failed allocation must not reach the fallback's calls */
@@ -477,9 +556,6 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     p->nsplit = x.nsplit;
     tc_reorder_plan_done(p, &rinfo);
     p->convert_ms = tc_now_ms() - t0;
-    st = tc_cache_insert(md, p);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
     *out = p;
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -503,8 +579,10 @@ tcsparseStatus_t tcsparseSpMatGetMetcfStats(tcsparseHandle_t handle,
     struct tc_plan *p;
     tc_spmat_lock(spMatDescr);
     tcsparseStatus_t st = tc_plan_get(handle, spMatDescr, &p);
-    if (st == TCSPARSE_STATUS_SUCCESS)
+    if (st == TCSPARSE_STATUS_SUCCESS) {
         *stats = p->stats;
+        tc_late_stats(spMatDescr, stats);
+    }
     tc_spmat_unlock(spMatDescr);
     return st;
 }

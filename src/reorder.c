@@ -725,10 +725,12 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
     int mode = d != NULL ? d->reorder : TCSPARSE_REORDER_DEFAULT;
     const char *e = getenv("TCSPARSE_REORDER");
     if (mode == TCSPARSE_REORDER_DEFAULT) {
-        mode = TCSPARSE_REORDER_OFF;
+        mode = TCSPARSE_REORDER_LATE;
         if (e != NULL && e[0] != '\0') {
             int k = tc_ordering_parse(e);
-            if (strcmp(e, "1") == 0 || strcmp(e, "auto") == 0 || strcmp(e, "on") == 0) {
+            if (strcmp(e, "late") == 0) {
+                mode = TCSPARSE_REORDER_LATE;
+            } else if (strcmp(e, "1") == 0 || strcmp(e, "auto") == 0 || strcmp(e, "on") == 0) {
                 mode = TCSPARSE_REORDER_AUTO;
             } else if (strcmp(e, "always") == 0) {
                 mode = TCSPARSE_REORDER_ALWAYS;
@@ -736,11 +738,14 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
                 mode = TCSPARSE_REORDER_ALWAYS;
                 mask = 1u << k;
                 forced = 1;
-            } else if (strcmp(e, "0") != 0 && strcmp(e, "off") != 0) {
+            } else if (strcmp(e, "0") == 0 || strcmp(e, "off") == 0) {
+                mode = TCSPARSE_REORDER_OFF;
+            } else {
                 static atomic_int warned;
                 if (atomic_exchange(&warned, 1) == 0)
-                    fprintf(stderr, "tcsparse: TCSPARSE_REORDER='%s' is not 0, 1, off, auto, "
-                                    "always or an ordering name; reordering is off\n", e);
+                    fprintf(stderr, "tcsparse: TCSPARSE_REORDER='%s' is not late, 0, 1, off, "
+                                    "auto, always or an ordering name; late ordering, the "
+                                    "default, is in effect\n", e);
             }
         }
     }
@@ -870,7 +875,7 @@ done:
 }
 
 /* TCSPARSE_REORDER_MIN_GAIN: percent fewer blocks a reordering must give (default 10). */
-static double min_gain(void)
+double tc_reorder_min_gain(void)
 {
     const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
     if (e != NULL && e[0] != '\0') {
@@ -882,14 +887,32 @@ static double min_gain(void)
     return 0.10;
 }
 
+int tc_reorder_late_applies(const tc_convert_input *in)
+{
+    return in->nnz > 0 && in->rows > 1 && in->rows < (1ll << 31) - 16 &&
+           in->cols < (1ll << 31) && in->nnz < (1ll << 31) && tc_convert_can_order(in);
+}
+
 tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
                                     const tc_convert_input *in, tc_dev_metcf *out,
-                                    tc_convert_extra *x, cudaStream_t stream,
+                                    tc_convert_extra *x, cudaStream_t stream, int late_ordered,
                                     tc_reorder_info *info, char *err, size_t errlen)
 {
     unsigned mask = 0;
     memset(info, 0, sizeof *info);
     info->mode = tc_reorder_mode(d, &mask);
+    if (late_ordered) {
+        /* late ordering's second plan (late.c): first-col on the GPU, kept whatever it
+         * gains (the caller's order's plan already counted its blocks) */
+        if (!tc_reorder_late_applies(in)) {
+            snprintf(err, errlen, "late ordering: the matrix cannot be ordered on the GPU");
+            return TCSPARSE_STATUS_NOT_SUPPORTED;
+        }
+        info->mode = TCSPARSE_REORDER_LATE;
+        mask = 1u << TC_ORD_FIRST_COL;
+    } else if (info->mode == TCSPARSE_REORDER_LATE) {
+        return tc_convert_gpu(in, out, x, stream, err, errlen); /* the caller's order first */
+    }
     if (info->mode == TCSPARSE_REORDER_OFF || in->nnz == 0 || in->rows <= 1 ||
         in->rows >= (1ll << 31) - 16 || in->cols >= (1ll << 31) || in->nnz >= (1ll << 31))
         return tc_convert_gpu(in, out, x, stream, err, errlen);
@@ -897,11 +920,11 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     /* first-col alone, CSR: ordered on the GPU inside the conversion (the same permutation as
      * the host's, docs/reorder.md).  AUTO: counted against the caller's order and kept or
      * not; ALWAYS: kept, the caller's order not counted */
-    const int always = info->mode == TCSPARSE_REORDER_ALWAYS;
+    const int always = info->mode == TCSPARSE_REORDER_ALWAYS || late_ordered;
     if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in)) {
         tc_convert_input gin = *in;
         gin.gpu_order = TC_GPU_ORDER_FIRST_COL;
-        gin.gpu_order_min_gain = always ? -1.0 : min_gain();
+        gin.gpu_order_min_gain = always ? -1.0 : tc_reorder_min_gain();
         tcsparseStatus_t st = tc_convert_gpu(&gin, out, x, stream, err, errlen);
         /* info->ms stays 0: no host time apart from the conversion's */
         if (st == TCSPARSE_STATUS_SUCCESS) {
@@ -918,7 +941,7 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     if (host_csr(in, stream, &ro, &col) == 0) {
         tc_rcsr a = {in->rows, in->cols, in->nnz, ro, col};
         tc_reorder_opts o = {.candidates = mask,
-                             .min_gain = info->mode == TCSPARSE_REORDER_ALWAYS ? -1.0 : min_gain(),
+                             .min_gain = info->mode == TCSPARSE_REORDER_ALWAYS ? -1.0 : tc_reorder_min_gain(),
                              .nthreads = tc_reorder_threads()};
         tc_reorder_result res;
         order = malloc(sizeof *order * (size_t)in->rows);

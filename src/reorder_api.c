@@ -43,10 +43,10 @@ tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
     if (!tc_spmat_ok(spMatDescr))
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetReorder: spMatDescr is NULL or destroyed");
-    if ((int)mode < (int)TCSPARSE_REORDER_DEFAULT || (int)mode > (int)TCSPARSE_REORDER_ALWAYS)
+    if ((int)mode < (int)TCSPARSE_REORDER_DEFAULT || (int)mode > (int)TCSPARSE_REORDER_LATE)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetReorder: mode %d is not a tcsparseReorder_t "
-                            "(DEFAULT 0, OFF 1, AUTO 2, ALWAYS 3)", (int)mode);
+                            "(DEFAULT 0, OFF 1, AUTO 2, ALWAYS 3, LATE 4)", (int)mode);
     set_setting(spMatDescr, &((struct tcsparseSpMatDescr *)spMatDescr)->reorder, (int)mode);
     return TCSPARSE_STATUS_SUCCESS;
 }

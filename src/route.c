@@ -10,6 +10,7 @@
 #include "route.h"
 #include "select.h"
 #include "tune.h"
+#include "late.h"
 
 /* The automatic route asks the selector (src/select.c, docs/selector.md): the balanced kernel
  * when the simulated thread-block schedule of the base kernel, with this device's SM count
@@ -319,6 +320,7 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
     d->ra.kind = 0;
     d->alg3 = 0;
     d->ncand = 0;
+    d->measuring = 0;
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -411,6 +413,8 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         tc_call_kind key = tc_spmm_kind(h, B, C);
         key.path = d->path;
         pair = tc_tune_begin(h, plan, &key, var, nvar, &a.variant, &which, &sample);
+        if (pair >= 0 || tc_tuned_lookup(plan, &key) == NULL)
+            d->measuring = 1; /* the kernel tuning goes on (late.c waits for its end) */
     }
     tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
@@ -709,8 +713,10 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
     tc_explore *x = &p->explore;
     if (tc_stream_capturing(h->stream))
         return -1;
-    if (tc_explore_wait_other(x, kind))
+    if (tc_explore_wait_other(x, kind)) {
+        d->measuring = 1; /* this kind is measured after the other */
         return -1; /* the model decides this call */
+    }
     if (x->active && !tc_call_kind_eq(&x->kind, kind))
         tc_explore_abandon(x);
     if (!x->active) {
@@ -744,6 +750,7 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
         return -1;
     }
     const int pair = left > 0 ? tc_explore_free_pair(x) : -1;
+    d->measuring = 1;
     if (pair < 0) {
         /* samples still in flight (or no events to be had): the model's choice */
         d->ra.kind = 0;
@@ -896,11 +903,17 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
+    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)A; /* the plans are a cache */
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
     tcsparseStatus_t st = tc_spmm_decide(h, opA, opB, A, B, C, ct, alg, &d, &plan);
-    if (st != TCSPARSE_STATUS_SUCCESS)
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_late_end(h, md, NULL, &k, &d, st);
         return st;
+    }
     tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
                         tc_alg3_applies(h, opA, opB, A, B, C, ct, alg)};
-    const tc_call_kind k = tc_spmm_kind(h, B, C);
-    return tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
+    st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
+    tc_late_end(h, md, plan, &k, &d, st);
+    return st;
 }

@@ -19,6 +19,9 @@ typedef struct {
     int ncand;
     int cand[4];
     double pred[4];
+    /* this execution is part of a measurement (the route's or the kernel tuning's) or waits
+     * for one: its kind of call has not settled (late.c waits for a settled call) */
+    int measuring;
 } tc_decision;
 
 /* The plan's measured decision for this kind of call (tc_call_kind, plan.h), or NULL. */

@@ -9,6 +9,7 @@
 #include "route.h"
 #include "select.h"
 #include "tune.h"
+#include "late.h"
 
 /* Automatic route: the selector (src/select.c, docs/selector.md), as for SpMM: the chunked
  * schedule when the simulated makespan of one thread block per window is
@@ -62,6 +63,7 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     d->alg3 = 0;
     d->ra.kind = 0;
     d->ncand = 0;
+    d->measuring = 0;
     tc_str_join(d->kernel, sizeof d->kernel, "cusparseSDDMM", NULL);
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
@@ -161,6 +163,8 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
         tc_call_kind key = tc_sddmm_kind(h, A, C);
         key.path = d->path;
         pair = tc_tune_begin(h, plan, &key, var, nvar, &a.variant, &which, &sample);
+        if (pair >= 0 || tc_tuned_lookup(plan, &key) == NULL)
+            d->measuring = 1; /* the kernel tuning goes on (late.c waits for its end) */
     }
     tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
@@ -267,10 +271,15 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
-    tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
     const tc_call_kind k = tc_sddmm_kind(h, A, C);
-    return tc_route_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
+    tc_late_begin(h, C, &k); /* may pick late ordering's other plan for this call */
+    tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_late_end(h, C, NULL, &k, &d, st);
+        return st;
+    }
+    tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
+    st = tc_route_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
+    tc_late_end(h, C, plan, &k, &d, st);
+    return st;
 }

@@ -77,7 +77,15 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
 /* Whether ri is a call that was measuring: the route's paths or the kernel variants. */
 static int tc_bench_measuring(const tcsparseRouteInfo_t *ri)
 {
-    return strncmp(ri->reason, "exploring", 9) == 0 || strstr(ri->reason, "; tuning:") != NULL;
+    return strncmp(ri->reason, "exploring", 9) == 0 || strstr(ri->reason, "; tuning:") != NULL ||
+           strstr(ri->reason, "; ordering: trial") != NULL;
+}
+
+const char *tc_bench_late_name(int state)
+{
+    static const char *const names[] = {"none", "waiting", "trial", "first-col", "caller",
+                                        "no-gain", "not-tried"};
+    return state >= 0 && state < (int)(sizeof names / sizeof names[0]) ? names[state] : "?";
 }
 
 int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,

@@ -22,11 +22,15 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
                                const char *const *names);
 
 /* The automatic route measures its candidate paths on the first calls of a kind of call
- * (src/route.c), and every tensor-core path its kernel variants (src/tune.c).  When the last
- * call on h was one of those ("exploring" or "; tuning:" in ri->reason), runs variant v
+ * (src/route.c), every tensor-core path its kernel variants (src/tune.c), and late ordering
+ * times two plans (src/late.c).  When the last call on h was one of those ("exploring",
+ * "; tuning:" or "; ordering: trial" in ri->reason), runs variant v
  * again, synchronising after each run, until a call measures nothing, at most 64 calls; *ri
  * is then the last route.  Returns the calls that were measuring, 0 when the last call was
  * not. */
+/* A short name of a tcsparseLateState_t (late ordering's outcome) for tables and CSV. */
+const char *tc_bench_late_name(int state);
+
 int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,
                           void *ctx, int v);
 

@@ -313,6 +313,16 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         want[v] = 1;
     }
     free(ref);
+    /* late ordering (the default): where the plain descriptor's plan ended after settling */
+    tcsparseMetcfStats_t st_late;
+    memset(&st_late, 0, sizeof st_late);
+    if (have_plan && tcsparseSpMatGetMetcfStats(c.tc, c.tcC, &st_late) == TCSPARSE_STATUS_SUCCESS &&
+        st_late.late_state != TCSPARSE_LATE_NONE)
+        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; build %.2f ms; %d calls; fastest call "
+               "%.4f ms caller's order, %.4f ms first-col)\n",
+               tc_bench_late_name(st_late.late_state), st.mean_nnz_per_block,
+               st_late.mean_nnz_per_block, st_late.late_build_ms, st_late.late_calls,
+               st_late.late_ms_caller, st_late.late_ms_ordered);
     tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &c, c.e0, c.e1, vname);
     /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
     /* the automatic route's statistic (src/route_sddmm.c) */
@@ -345,14 +355,17 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         printf("\n");
         if (o->csv)
             fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.1f,%.3f,%.3e,%.3f,%.3f,%.2f,%s,%d,"
-                            "%s,%.3f,%.3f\n",
+                            "%s,%.3f,%.3f,%s,%.3f,%.3f\n",
                     input, (long long)M, (long long)N, (long long)nnz, K, prec, vname[v], ms[v],
                     flop / ms[v] / 1e6, bytes / ms[v] / 1e6, x, err[v],
                     is_reordered(v) ? conv_r_ms : conv_ms,
                     have_plan ? st.mean_nnz_per_block : 0.0, per_win, route_kernel,
                     v == V_ROUTED ? explore_calls : 0, is_reordered(v) ? ord : "",
                     is_reordered(v) ? st_r.reorder_ms : 0.0,
-                    is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0);
+                    is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0,
+                    is_reordered(v) ? "" : tc_bench_late_name(st_late.late_state),
+                    is_reordered(v) ? 0.0 : st_late.late_build_ms,
+                    is_reordered(v) ? 0.0 : st_late.mean_nnz_per_block);
     }
     fflush(stdout);
     for (int v = 0; v < V_COUNT; v++)
@@ -473,7 +486,7 @@ int main(int argc, char **argv)
             }
             fprintf(o.csv, "input,rows,cols,nnz,K,prec,variant,ms,gflops,gbps,x_cusparse,"
                            "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route,explore_calls,"
-                           "reorder,reorder_ms,nnz_per_block_reordered\n");
+                           "reorder,reorder_ms,nnz_per_block_reordered,late,late_build_ms,nnz_per_block_late\n");
         } else if (!strcmp(a, "--no-check")) {
             o.check = 0;
         } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {

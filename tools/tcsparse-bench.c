@@ -330,6 +330,16 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         want[v] = 1;
     }
     free(ref);
+    /* late ordering (the default): where the plain descriptor's plan ended after settling */
+    tcsparseMetcfStats_t st_late;
+    memset(&st_late, 0, sizeof st_late);
+    if (have_plan && tcsparseSpMatGetMetcfStats(c.tc, c.tcA, &st_late) == TCSPARSE_STATUS_SUCCESS &&
+        st_late.late_state != TCSPARSE_LATE_NONE)
+        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; build %.2f ms; %d calls; fastest call "
+               "%.4f ms caller's order, %.4f ms first-col)\n",
+               tc_bench_late_name(st_late.late_state), st.mean_nnz_per_block,
+               st_late.mean_nnz_per_block, st_late.late_build_ms, st_late.late_calls,
+               st_late.late_ms_caller, st_late.late_ms_ordered);
     tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &rc, c.e0, c.e1, vname);
     float best_cu = -1;
     for (int v = V_CU_DEFAULT; v < V_COUNT; v++)
@@ -359,7 +369,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         printf("\n");
         if (o->csv)
             fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.3f,%.3f,%.3e,%.3f,%.3f,%s,"
-                            "%s,%.3f,%.3f,%d\n",
+                            "%s,%.3f,%.3f,%d,%s,%.3f,%.3f\n",
                     input, (long long)m->rows, (long long)m->cols, (long long)m->nnz, N, prec,
                     vname[v], ms[v], flop / ms[v] / 1e6,
                     ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v],
@@ -367,7 +377,10 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                     have_plan ? st.mean_nnz_per_block : 0.0, route_kernel,
                     is_reordered(v) ? ord : "", is_reordered(v) ? st_r.reorder_ms : 0.0,
                     is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0,
-                    v == V_ROUTED ? explore_calls : 0);
+                    v == V_ROUTED ? explore_calls : 0,
+                    is_reordered(v) ? "" : tc_bench_late_name(st_late.late_state),
+                    is_reordered(v) ? 0.0 : st_late.late_build_ms,
+                    is_reordered(v) ? 0.0 : st_late.mean_nnz_per_block);
     }
     fflush(stdout);
     if (o->csv)
@@ -488,7 +501,8 @@ int main(int argc, char **argv)
             }
             fprintf(o.csv, "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
                            "relerr_vs_cusparse,convert_ms,nnz_per_block,route,reorder,"
-                           "reorder_ms,nnz_per_block_reordered,explore_calls\n");
+                           "reorder_ms,nnz_per_block_reordered,explore_calls,late,late_build_ms,"
+                           "nnz_per_block_late\n");
         } else if (!strcmp(a, "--no-check")) {
             o.check = 0;
         } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {

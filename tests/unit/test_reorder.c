@@ -272,6 +272,12 @@ Test(reorder, mode_from_environment_and_descriptor)
     unsigned mask;
     unsetenv("TCSPARSE_REORDER");
     unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_LATE); /* the default */
+    setenv("TCSPARSE_REORDER", "late", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_LATE);
+    setenv("TCSPARSE_REORDER", "0", 1);
+    cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_OFF);
+    setenv("TCSPARSE_REORDER", "off", 1);
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_OFF);
     setenv("TCSPARSE_REORDER", "1", 1);
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_AUTO);
@@ -304,7 +310,10 @@ Test(reorder, mode_from_environment_and_descriptor)
     cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_AUTO); /* from the environment */
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_OFF), 0);
     cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_OFF); /* the descriptor wins */
-    cr_assert_eq(tcsparseSpMatSetReorder(d, (tcsparseReorder_t)4), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_LATE), 0);
+    cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_LATE); /* over the environment's */
+    cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_OFF), 0);
+    cr_assert_eq(tcsparseSpMatSetReorder(d, (tcsparseReorder_t)5), TCSPARSE_STATUS_INVALID_VALUE);
     cr_assert(strstr(tcsparseGetLastErrorMessage(), "not a tcsparseReorder_t") != NULL);
     cr_assert_eq(tcsparseSpMatSetReorder(d, (tcsparseReorder_t)-1), TCSPARSE_STATUS_INVALID_VALUE);
     cr_assert_eq(tcsparseSpMatGetReorder(d, &r), 0);

@@ -1,0 +1,379 @@
+/* Late ordering (late.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "error.h"
+#include "late.h"
+#include "reorder.h"
+
+static double tc_late_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+#define TC_LATE_PAIRS ((int)(sizeof ((struct tc_late *)0)->ev_plan / sizeof(int)))
+_Static_assert(2 * TC_LATE_SAMPLES <= 6, "struct tc_late holds a pair for every sample");
+
+static int tc_late_kind_eq(const struct tc_late *l, const tc_call_kind *k)
+{
+    return l->op == k->op && l->n == k->n && l->ab_type == k->ab_type &&
+           l->c_type == k->c_type && l->tf32 == k->tf32;
+}
+
+static int tc_late_logging(tcsparseHandle_t h)
+{
+    const char *log = getenv("TCSPARSE_LOG");
+    return !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
+}
+
+/* Appends tail to the handle's last route reason (formatting a pending model reason first). */
+static void tc_late_note(tcsparseHandle_t h, const char *tail)
+{
+    tcsparseRouteInfo_t *r = &h->last_route;
+    if (h->pending_reason.kind != 0) {
+        tc_reason_format(&h->pending_reason, r->reason, sizeof r->reason);
+        h->pending_reason.kind = 0;
+    }
+    const size_t tl = strlen(tail);
+    if (tl + 1 > sizeof r->reason)
+        return;
+    size_t len = strlen(r->reason);
+    if (len + tl + 1 > sizeof r->reason)
+        len = sizeof r->reason - 1 - tl;
+    memcpy(r->reason + len, tail, tl + 1);
+    if (tc_late_logging(h))
+        fprintf(stderr, "tcsparse: late ordering%s\n", tail);
+}
+
+void tc_late_reset(struct tcsparseSpMatDescr *d)
+{
+    struct tc_late *l = &d->late;
+    /* events of a context that has ended since (cudaDeviceReset) went with it */
+    const unsigned long long ctx = tc_context_id();
+    if (l->ctx == 0 || ctx == 0 || ctx == l->ctx)
+        for (int i = 0; i < l->nev; i++) {
+            (void)cudaEventDestroy(l->ev[i][0]);
+            (void)cudaEventDestroy(l->ev[i][1]);
+        }
+    (void)cudaGetLastError();
+    memset(l, 0, sizeof *l);
+    l->sample = -1;
+}
+
+/* Pending samples are forgotten (a pending pair may be recorded again: the later record wins). */
+static void tc_late_abandon(struct tc_late *l)
+{
+    for (int i = 0; i < l->nev; i++)
+        l->ev_plan[i] = 0;
+}
+
+void tc_late_trial_lost(struct tcsparseSpMatDescr *d)
+{
+    struct tc_late *l = &d->late;
+    tc_late_abandon(l);
+    l->state = d->plan != NULL && d->plan->stats.reorder_ordering != TCSPARSE_ORDERING_IDENTITY
+                   ? TCSPARSE_LATE_KEPT_ORDERED
+                   : TCSPARSE_LATE_KEPT_CALLER;
+}
+
+void tc_late_stats(const struct tcsparseSpMatDescr *d, tcsparseMetcfStats_t *s)
+{
+    const struct tc_late *l = &d->late;
+    s->late_state = l->state;
+    if (!l->looked && tc_reorder_mode(d, NULL) == TCSPARSE_REORDER_LATE &&
+        d->format == TCSPARSE_FORMAT_CSR && d->batch_count <= 1)
+        s->late_state = TCSPARSE_LATE_WAITING; /* no execution has looked yet */
+    s->late_calls = l->calls;
+    s->late_build_ms = l->build_ms;
+    s->late_ms_caller = l->done[0] > 0 ? l->best[0] : -1.0f;
+    s->late_ms_ordered = l->done[1] > 0 ? l->best[1] : -1.0f;
+}
+
+/* Reads back the samples whose second event has completed (no synchronisation). */
+static void tc_late_harvest(struct tc_late *l)
+{
+    for (int i = 0; i < l->nev; i++) {
+        if (l->ev_plan[i] == 0)
+            continue;
+        const cudaError_t e = cudaEventQuery(l->ev[i][1]);
+        if (e == cudaErrorNotReady)
+            continue;
+        const int k = l->ev_plan[i] - 1;
+        float ms = -1.0f;
+        l->ev_plan[i] = 0;
+        if (e != cudaSuccess || cudaEventElapsedTime(&ms, l->ev[i][0], l->ev[i][1]) != cudaSuccess) {
+            (void)cudaGetLastError(); /* this query's error, not the caller's */
+            continue;
+        }
+        l->done[k]++;
+        if (l->best[k] < 0.0f || ms < l->best[k])
+            l->best[k] = ms;
+    }
+}
+
+static int tc_late_pending(const struct tc_late *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->nev; i++)
+        n += l->ev_plan[i] != 0;
+    return n;
+}
+
+static int tc_late_free_pair(struct tc_late *l)
+{
+    for (int i = 0; i < l->nev; i++)
+        if (l->ev_plan[i] == 0)
+            return i;
+    if (l->nev == TC_LATE_PAIRS)
+        return -1;
+    if (cudaEventCreate(&l->ev[l->nev][0]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (cudaEventCreate(&l->ev[l->nev][1]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaEventDestroy(l->ev[l->nev][0]);
+        return -1;
+    }
+    l->ctx = tc_context_id();
+    return l->nev++;
+}
+
+/* The trial ends: the current plan stays (the ordered one), the other is freed when no
+ * capture is under way (else by a later call). */
+static void tc_late_end_trial(struct tc_late *l, int state)
+{
+    tc_late_abandon(l);
+    l->state = state;
+    l->sampling = 0;
+}
+
+/* Both plans timed: the faster stays current. */
+static void tc_late_decide(struct tcsparseSpMatDescr *d)
+{
+    struct tc_late *l = &d->late;
+    char *tail = l->note;
+    if (l->done[0] > 0 && l->done[1] > 0 && l->best[0] < l->best[1] && l->other != NULL) {
+        struct tc_plan *ordered = d->plan;
+        d->plan = l->other;
+        l->other = ordered;
+        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_CALLER);
+        snprintf(tail, sizeof l->note, "; ordering: the caller's order kept (%.4f ms, first-col %.4f ms)",
+                 l->best[0], l->best[1]);
+    } else {
+        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
+        snprintf(tail, sizeof l->note, "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)",
+                 l->best[1], l->best[0]);
+    }
+    tc_plan_release(d, l->other); /* not capturing: checked by the caller */
+}
+
+static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
+                                  const tc_call_kind *k)
+{
+    struct tc_late *l = &d->late;
+    const int capturing = tc_stream_capturing(h->stream);
+    if (l->other != NULL && l->state != TCSPARSE_LATE_TRIAL && !capturing)
+        tc_plan_release(d, l->other); /* a trial's loser, left by a capture */
+    if (l->state != TCSPARSE_LATE_TRIAL)
+        return;
+    if (h->decide_only || h->defer_cusparse) {
+        /* the interposer's calls: cuSPARSE may run outside, where they cannot be timed */
+        if (++l->idle > TC_LATE_IDLE_CALLS) {
+            tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
+            snprintf(l->note, sizeof l->note,
+                     "; ordering: first-col kept (the trial's calls cannot be timed)");
+        }
+        return;
+    }
+    if (capturing) {
+        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED); /* the capture uses it */
+        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (a stream capture ended the trial)");
+        return;
+    }
+    if (!tc_late_kind_eq(l, k)) {
+        if (++l->idle > TC_LATE_IDLE_CALLS) {
+            tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
+            snprintf(l->note, sizeof l->note,
+                     "; ordering: first-col kept (the trial's kind of call stopped coming)");
+        }
+        return;
+    }
+    l->idle = 0;
+    l->calls++;
+    if (!l->sampling)
+        return; /* the ordered plan is still measuring its route and kernels */
+    tc_late_harvest(l);
+    if (l->issued >= 2 * TC_LATE_SAMPLES) {
+        if (tc_late_pending(l) == 0)
+            tc_late_decide(d);
+        return;
+    }
+    const int pair = tc_late_free_pair(l);
+    if (pair < 0)
+        return;
+    const int which = l->issued % 2; /* the caller's order first, then in turn */
+    if (cudaEventRecord(l->ev[pair][0], h->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    l->ev_plan[pair] = which + 1;
+    l->sample = pair;
+    l->pick_other = which == 0;
+    l->issued++;
+}
+
+void tc_late_begin(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const tc_call_kind *k)
+{
+    struct tc_late *l = &d->late;
+    l->pick_other = 0;
+    l->sample = -1;
+    l->note[0] = '\0';
+    if (!l->looked) { /* once per descriptor and setting (tc_late_reset starts over) */
+        l->looked = 1;
+        l->sample = -1;
+        const int on = tc_reorder_mode(d, NULL) == TCSPARSE_REORDER_LATE &&
+                       d->format == TCSPARSE_FORMAT_CSR && d->batch_count <= 1 &&
+                       !tc_select_model_only();
+        l->state = on ? TCSPARSE_LATE_WAITING : TCSPARSE_LATE_NONE;
+    }
+    if (l->state != TCSPARSE_LATE_TRIAL && l->other == NULL)
+        return; /* nothing to time or free: no CUDA call on the settled path */
+    /* relaxed: another thread's global-mode capture must not be invalidated by the event
+     * queries (they are not part of any capture) */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+    tc_late_begin_relaxed(h, d, k);
+    if (swapped)
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
+/* The first call of the trial: the ordered plan is built and, with enough fewer blocks,
+ * becomes current. */
+static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
+                          const tc_call_kind *k)
+{
+    struct tc_late *l = &d->late;
+    struct tc_plan *cur = d->plan, *p = NULL;
+    char tail[140];
+    const double t0 = tc_late_now_ms();
+    tcsparseStatus_t st = tc_plan_build_late(h, d, &p);
+    l->build_ms = tc_late_now_ms() - t0;
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        snprintf(tail, sizeof tail, "; ordering: not tried (%.100s)", tcsparseGetLastErrorMessage());
+        tc_error_clear(); /* the call itself succeeded */
+        l->state = TCSPARSE_LATE_NOT_TRIED;
+        tc_late_note(h, tail);
+        return;
+    }
+    const int64_t before = cur->dev.blocks, after = p->dev.blocks;
+    l->caller_blocks = before;
+    p->stats.reorder_nnz_per_block_before = cur->stats.mean_nnz_per_block;
+    if ((double)after > (double)before * (1.0 - tc_reorder_min_gain())) {
+        tc_plan_discard(p);
+        l->state = TCSPARSE_LATE_NO_GAIN;
+        snprintf(tail, sizeof tail, "; ordering: first-col not kept (%lld blocks, caller's order %lld)",
+                 (long long)after, (long long)before);
+        tc_late_note(h, tail);
+        return;
+    }
+    st = tc_plan_cache_add(d, p); /* frees p when it cannot fit */
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        snprintf(tail, sizeof tail, "; ordering: not tried (%.100s)", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        l->state = TCSPARSE_LATE_NOT_TRIED;
+        tc_late_note(h, tail);
+        return;
+    }
+    /* the cache may have evicted the current plan to make room */
+    if (d->plan != cur) {
+        tc_plan_release(d, p);
+        l->state = TCSPARSE_LATE_NOT_TRIED;
+        tc_late_note(h, "; ordering: not tried (no room for both plans)");
+        return;
+    }
+    l->other = cur;
+    d->plan = p;
+    l->state = TCSPARSE_LATE_TRIAL;
+    l->op = k->op;
+    l->n = k->n;
+    l->ab_type = k->ab_type;
+    l->c_type = k->c_type;
+    l->tf32 = k->tf32;
+    l->sampling = 0;
+    l->issued = l->idle = 0;
+    l->calls = 1;
+    l->best[0] = l->best[1] = -1.0f;
+    l->done[0] = l->done[1] = 0;
+    tc_late_abandon(l);
+    snprintf(tail, sizeof tail, "; ordering: trial, first-col built (%lld blocks, caller's order %lld, %.2f ms)",
+             (long long)after, (long long)before, l->build_ms);
+    tc_late_note(h, tail);
+}
+
+static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
+                                const struct tc_plan *ran, const tc_call_kind *k,
+                                const tc_decision *dec, tcsparseStatus_t st)
+{
+    struct tc_late *l = &d->late;
+    const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
+    if (l->state == TCSPARSE_LATE_WAITING) {
+        if (ran == NULL || ran != d->plan || dec->path == TCSPARSE_PATH_CUSPARSE ||
+            h->decide_only || h->defer_cusparse)
+            return;
+        if (tc_stream_capturing(h->stream)) {
+            /* a graph now holds the caller's order's plan: it must not be freed */
+            l->state = TCSPARSE_LATE_NOT_TRIED;
+            return;
+        }
+        if (settled)
+            tc_late_start(h, d, k);
+        return;
+    }
+    if (l->state != TCSPARSE_LATE_TRIAL || !tc_late_kind_eq(l, k) || h->decide_only ||
+        h->defer_cusparse)
+        return;
+    if (!l->sampling && settled && ran == d->plan)
+        l->sampling = 1;
+    char tail[80];
+    if (!l->sampling)
+        snprintf(tail, sizeof tail, "; ordering: trial, first-col plan measuring");
+    else if (l->issued < 2 * TC_LATE_SAMPLES || tc_late_pending(l) > 0)
+        snprintf(tail, sizeof tail, "; ordering: trial, sample %d of %d", l->issued,
+                 2 * TC_LATE_SAMPLES);
+    else
+        snprintf(tail, sizeof tail, "; ordering: trial, deciding");
+    tc_late_note(h, tail);
+}
+
+void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
+                 const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st)
+{
+    struct tc_late *l = &d->late;
+    if (l->sample >= 0) {
+        if (st != TCSPARSE_STATUS_SUCCESS ||
+            cudaEventRecord(l->ev[l->sample][1], h->stream) != cudaSuccess) {
+            if (st == TCSPARSE_STATUS_SUCCESS)
+                (void)cudaGetLastError();
+            l->ev_plan[l->sample] = 0; /* no sample */
+        }
+        l->sample = -1;
+    }
+    l->pick_other = 0;
+    if (l->note[0] != '\0') { /* decided by begin: the route reason is this call's now */
+        tc_late_note(h, l->note);
+        l->note[0] = '\0';
+    }
+    if (l->state != TCSPARSE_LATE_TRIAL &&
+        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE))
+        return; /* the settled path: no CUDA call */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+    tc_late_end_relaxed(h, d, ran, k, dec, st);
+    if (swapped)
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+}

@@ -1,0 +1,48 @@
+/* Late ordering (TCSPARSE_REORDER_LATE, the default; docs/reorder.md "Late ordering").
+ *
+ * A descriptor's plan is built in the caller's order, so the first call pays no ordering.
+ * When a kind of call (tc_call_kind) has settled on that plan (its route and kernel tuning
+ * measure nothing more) and ran on tensor cores, that call also builds the first-col plan on
+ * the GPU.  If it has TCSPARSE_REORDER_MIN_GAIN percent fewer blocks, it becomes the current
+ * plan and the caller's order's plan is kept aside (late.other): the next calls of that kind
+ * settle on the ordered plan (its own route measurement and tuning), then run on the two
+ * plans in turn, TC_LATE_SAMPLES times each between CUDA events (the whole call: host work
+ * and kernels), and the faster plan is kept and the other freed.  As the route's
+ * measurement: no synchronisation for the samples, nothing recorded or built inside a stream
+ * capture, every call computes the whole result.
+ *
+ * CUDA graphs: a captured call bakes in the plan it ran on, so a capture before the trial
+ * gives it up (TCSPARSE_LATE_NOT_TRIED), and a capture during the trial ends it keeping the
+ * ordered plan, which the capture used; the plan set aside is freed by the next uncaptured
+ * call on the descriptor, or when the descriptor's plan is invalidated. */
+#ifndef TC_LATE_H
+#define TC_LATE_H
+
+#include "plan.h"
+#include "route.h"
+
+#define TC_LATE_SAMPLES 3
+/* calls of other kinds (or that cannot be timed: the interposer's) after which a trial whose
+ * kind stopped coming ends, keeping the ordered plan */
+#define TC_LATE_IDLE_CALLS 32
+
+/* Around one execution (SpMM or SDDMM) on sparse descriptor d, with the descriptor's lock
+ * held: begin before the decision (it may set d->late.pick_other, so that tc_plan_get gives
+ * the plan set aside to this call, and record a sample's first event), end after the run
+ * with the plan that ran (NULL: none), the decision that ran and the call's status.  end may
+ * build the ordered plan (the trial's first call) and adds "; ordering: ..." to the handle's
+ * last route reason while a trial goes on and when it ends. */
+void tc_late_begin(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const tc_call_kind *k);
+void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
+                 const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st);
+
+/* The descriptor's plans were dropped or its setting changed: late ordering starts over
+ * (events destroyed). */
+void tc_late_reset(struct tcsparseSpMatDescr *d);
+/* A plan of a trial was evicted from the cache (plan.c, under the cache's lock: no CUDA
+ * calls): the trial ends with the plan that is left. */
+void tc_late_trial_lost(struct tcsparseSpMatDescr *d);
+/* Fills the late_* fields of stats. */
+void tc_late_stats(const struct tcsparseSpMatDescr *d, tcsparseMetcfStats_t *stats);
+
+#endif
