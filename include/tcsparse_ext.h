@@ -154,10 +154,10 @@ typedef enum {
     TCSPARSE_REORDER_ALWAYS = 3,
     /** The plan is built in the caller's order; once a kind of call has settled on tensor
      *  cores, one call builds the first-col ordering on the GPU (CSR only), and when it has
-     *  TCSPARSE_REORDER_MIN_GAIN percent fewer blocks the next calls of that kind time both
-     *  plans (CUDA events, no synchronisation) and keep the faster (docs/reorder.md, "Late
-     *  ordering").  The first call's build is not lengthened; the later one is a few
-     *  calls' time once.  Late ordering is off under TCSPARSE_SELECT=model. */
+     *  2% fewer blocks (TCSPARSE_REORDER_MIN_GAIN percent when that is set) the next calls
+     *  of that kind time both plans (CUDA events, no synchronisation) and keep the faster
+     *  (docs/reorder.md, "Late ordering").  The first call's build is not lengthened; the
+     *  later one costs a few calls' time, once.  Off under TCSPARSE_SELECT=model. */
     TCSPARSE_REORDER_LATE = 4
 } tcsparseReorder_t;
 

@@ -18,6 +18,15 @@ static double tc_late_now_ms(void)
 #define TC_LATE_PAIRS ((int)(sizeof ((struct tc_late *)0)->ev_plan / sizeof(int)))
 _Static_assert(2 * TC_LATE_SAMPLES <= 6, "struct tc_late holds a pair for every sample");
 
+/* The share of blocks the ordering must save to be timed: TCSPARSE_REORDER_MIN_GAIN when
+ * set, else TC_LATE_MIN_GAIN (lower than AUTO's 10%: the trial measures, and NotreDame_www's
+ * SDDMM gains 17% from a 6% block saving, docs/performance.md "Seventeenth session"). */
+static double tc_late_min_gain(void)
+{
+    const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
+    return e != NULL && e[0] != '\0' ? tc_reorder_min_gain() : TC_LATE_MIN_GAIN;
+}
+
 static int tc_late_kind_eq(const struct tc_late *l, const tc_call_kind *k)
 {
     return l->op == k->op && l->n == k->n && l->ab_type == k->ab_type &&
@@ -273,7 +282,7 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     const int64_t before = cur->dev.blocks, after = p->dev.blocks;
     l->caller_blocks = before;
     p->stats.reorder_nnz_per_block_before = cur->stats.mean_nnz_per_block;
-    if ((double)after > (double)before * (1.0 - tc_reorder_min_gain())) {
+    if ((double)after > (double)before * (1.0 - tc_late_min_gain())) {
         tc_plan_discard(p);
         l->state = TCSPARSE_LATE_NO_GAIN;
         snprintf(tail, sizeof tail, "; ordering: first-col not kept (%lld blocks, caller's order %lld)",

@@ -3,8 +3,8 @@
  * A descriptor's plan is built in the caller's order, so the first call pays no ordering.
  * When a kind of call (tc_call_kind) has settled on that plan (its route and kernel tuning
  * measure nothing more) and ran on tensor cores, that call also builds the first-col plan on
- * the GPU.  If it has TCSPARSE_REORDER_MIN_GAIN percent fewer blocks, it becomes the current
- * plan and the caller's order's plan is kept aside (late.other): the next calls of that kind
+ * the GPU.  If it saves TC_LATE_MIN_GAIN of the blocks, it becomes the current plan
+ * and the caller's order's plan is kept aside (late.other): the next calls of that kind
  * settle on the ordered plan (its own route measurement and tuning), then run on the two
  * plans in turn, TC_LATE_SAMPLES times each between CUDA events (the whole call: host work
  * and kernels), and the faster plan is kept and the other freed.  As the route's
@@ -22,6 +22,9 @@
 #include "route.h"
 
 #define TC_LATE_SAMPLES 3
+/* blocks the first-col plan must save, as a share of the caller's order's, to be timed
+ * (TCSPARSE_REORDER_MIN_GAIN, a percentage, overrides it) */
+#define TC_LATE_MIN_GAIN 0.02
 /* calls of other kinds (or that cannot be timed: the interposer's) after which a trial whose
  * kind stopped coming ends, keeping the ordered plan */
 #define TC_LATE_IDLE_CALLS 32
