@@ -133,6 +133,8 @@ struct tcsparseSpMatDescr {
         int sampling;            /* the ordered plan has settled: calls are being timed */
         int issued, idle, calls;
         unsigned long long ctx;  /* CUDA context of the events (tc_context_id) */
+        int dev;                 /* and their device */
+        int plan_calls;          /* tensor-core calls the current plan ran while waiting */
         int ev_plan[6];          /* 1 + plan of a pending sample (0 caller's order, 1
                                   * ordered); 0: free */
         cudaEvent_t ev[6][2];

@@ -58,17 +58,33 @@ static void tc_late_note(tcsparseHandle_t h, const char *tail)
         fprintf(stderr, "tcsparse: late ordering%s\n", tail);
 }
 
-void tc_late_reset(struct tcsparseSpMatDescr *d)
+/* Destroys the events (on their own device; those of a context that has ended since,
+ * cudaDeviceReset, went with it) and forgets any pending sample. */
+static void tc_late_forget_events(struct tc_late *l)
 {
-    struct tc_late *l = &d->late;
-    /* events of a context that has ended since (cudaDeviceReset) went with it */
+    if (l->nev == 0)
+        return;
+    int cur = -1;
+    const int other = cudaGetDevice(&cur) == cudaSuccess && cur != l->dev &&
+                      cudaSetDevice(l->dev) == cudaSuccess;
     const unsigned long long ctx = tc_context_id();
     if (l->ctx == 0 || ctx == 0 || ctx == l->ctx)
         for (int i = 0; i < l->nev; i++) {
             (void)cudaEventDestroy(l->ev[i][0]);
             (void)cudaEventDestroy(l->ev[i][1]);
         }
-    (void)cudaGetLastError();
+    if (other)
+        (void)cudaSetDevice(cur);
+    (void)cudaGetLastError(); /* these calls' errors, not the caller's */
+    memset(l->ev_plan, 0, sizeof l->ev_plan);
+    l->nev = 0;
+    l->sample = -1;
+}
+
+void tc_late_reset(struct tcsparseSpMatDescr *d)
+{
+    struct tc_late *l = &d->late;
+    tc_late_forget_events(l); /* no CUDA call when there are none */
     memset(l, 0, sizeof *l);
     l->sample = -1;
 }
@@ -93,7 +109,7 @@ void tc_late_stats(const struct tcsparseSpMatDescr *d, tcsparseMetcfStats_t *s)
 {
     const struct tc_late *l = &d->late;
     s->late_state = l->state;
-    if (!l->looked && tc_reorder_mode(d, NULL) == TCSPARSE_REORDER_LATE &&
+    if (!l->looked && tc_reorder_mode(d, NULL) == TCSPARSE_REORDER_LATE && !tc_select_model_only() &&
         d->format == TCSPARSE_FORMAT_CSR && d->batch_count <= 1)
         s->late_state = TCSPARSE_LATE_WAITING; /* no execution has looked yet */
     s->late_calls = l->calls;
@@ -114,7 +130,9 @@ static void tc_late_harvest(struct tc_late *l)
         const int k = l->ev_plan[i] - 1;
         float ms = -1.0f;
         l->ev_plan[i] = 0;
-        if (e != cudaSuccess || cudaEventElapsedTime(&ms, l->ev[i][0], l->ev[i][1]) != cudaSuccess) {
+        if (e != cudaSuccess)
+            continue; /* an error of a call's own is the caller's to see */
+        if (cudaEventElapsedTime(&ms, l->ev[i][0], l->ev[i][1]) != cudaSuccess) {
             (void)cudaGetLastError(); /* this query's error, not the caller's */
             continue;
         }
@@ -149,6 +167,10 @@ static int tc_late_free_pair(struct tc_late *l)
         return -1;
     }
     l->ctx = tc_context_id();
+    if (cudaGetDevice(&l->dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        l->dev = 0;
+    }
     return l->nev++;
 }
 
@@ -175,8 +197,12 @@ static void tc_late_decide(struct tcsparseSpMatDescr *d)
                  l->best[0], l->best[1]);
     } else {
         tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
-        snprintf(tail, sizeof l->note, "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)",
-                 l->best[1], l->best[0]);
+        if (l->done[0] > 0 && l->done[1] > 0)
+            snprintf(tail, sizeof l->note,
+                     "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)", l->best[1],
+                     l->best[0]);
+        else
+            snprintf(tail, sizeof l->note, "; ordering: first-col kept (samples lost)");
     }
     tc_plan_release(d, l->other); /* not capturing: checked by the caller */
 }
@@ -190,6 +216,11 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         tc_plan_release(d, l->other); /* a trial's loser, left by a capture */
     if (l->state != TCSPARSE_LATE_TRIAL)
         return;
+    if (capturing) {
+        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED); /* the capture uses it */
+        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (a stream capture ended the trial)");
+        return;
+    }
     if (h->decide_only || h->defer_cusparse) {
         /* the interposer's calls: cuSPARSE may run outside, where they cannot be timed */
         if (++l->idle > TC_LATE_IDLE_CALLS) {
@@ -197,11 +228,6 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
             snprintf(l->note, sizeof l->note,
                      "; ordering: first-col kept (the trial's calls cannot be timed)");
         }
-        return;
-    }
-    if (capturing) {
-        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED); /* the capture uses it */
-        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (a stream capture ended the trial)");
         return;
     }
     if (!tc_late_kind_eq(l, k)) {
@@ -213,7 +239,14 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         return;
     }
     l->idle = 0;
-    l->calls++;
+    if (++l->calls > TC_LATE_MAX_CALLS) {
+        /* no progress (events that cannot be had or recorded, calls that never reach the
+         * tensor cores): the trial ends rather than hold both plans */
+        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
+        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (the trial took %d calls)",
+                 TC_LATE_MAX_CALLS);
+        return;
+    }
     if (!l->sampling)
         return; /* the ordered plan is still measuring its route and kernels */
     tc_late_harvest(l);
@@ -269,6 +302,8 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     struct tc_late *l = &d->late;
     struct tc_plan *cur = d->plan, *p = NULL;
     char tail[140];
+    if (l->nev > 0 && l->ctx != tc_context_id())
+        tc_late_forget_events(l); /* made for another device (or a context reset since) */
     const double t0 = tc_late_now_ms();
     tcsparseStatus_t st = tc_plan_build_late(h, d, &p);
     l->build_ms = tc_late_now_ms() - t0;
@@ -339,7 +374,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
             l->state = TCSPARSE_LATE_NOT_TRIED;
             return;
         }
-        if (settled)
+        /* not on the plan's first call, which has just built it */
+        if (++l->plan_calls > 1 && settled)
             tc_late_start(h, d, k);
         return;
     }
@@ -374,11 +410,13 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
     }
     l->pick_other = 0;
     if (l->note[0] != '\0') { /* decided by begin: the route reason is this call's now */
-        tc_late_note(h, l->note);
+        if (ran != NULL || st == TCSPARSE_STATUS_SUCCESS) /* else the reason is another call's */
+            tc_late_note(h, l->note);
         l->note[0] = '\0';
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
-        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE))
+        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE ||
+         h->decide_only || h->defer_cusparse))
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;

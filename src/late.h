@@ -28,6 +28,9 @@
 /* calls of other kinds (or that cannot be timed: the interposer's) after which a trial whose
  * kind stopped coming ends, keeping the ordered plan */
 #define TC_LATE_IDLE_CALLS 32
+/* calls of the trial's kind after which it ends anyway, keeping the ordered plan (the
+ * ordered plan settles in about 10-20 calls, the samples take 6 more) */
+#define TC_LATE_MAX_CALLS 64
 
 /* Around one execution (SpMM or SDDMM) on sparse descriptor d, with the descriptor's lock
  * held: begin before the decision (it may set d->late.pick_other, so that tc_plan_get gives

@@ -188,9 +188,11 @@ static void tc_cache_evict_locked(const struct tc_plan *keep, struct tc_plan **v
             tc_lru_unlink(q);
             if (q == o->late.other) {
                 o->late.other = NULL; /* a trial ends with the current plan kept */
-            } else {
-                o->plan = o->late.other; /* NULL, or the other plan of a trial */
+            } else if (o->late.state == TCSPARSE_LATE_TRIAL) {
+                o->plan = o->late.other; /* the trial's other plan, or NULL */
                 o->late.other = NULL;
+            } else {
+                o->plan = NULL; /* a loser waiting in late.other is not promoted */
             }
             if (o->late.state == TCSPARSE_LATE_TRIAL)
                 tc_late_trial_lost(o);
@@ -383,6 +385,10 @@ static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_
     limit = tc_cache_limit;
     if (p->bytes > limit) {
         too_big = 1;
+    } else if (!current && tc_cache_bytes + p->bytes > limit) {
+        /* late ordering's second plan evicts no one: it is a trial, not a need */
+        busy = tc_cache_bytes;
+        full = 1;
     } else {
         tc_lru_push_front(p);
         tc_cache_evict_locked(p, &victims);
