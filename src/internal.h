@@ -135,6 +135,8 @@ struct tcsparseSpMatDescr {
         unsigned long long ctx;  /* CUDA context of the events (tc_context_id) */
         int dev;                 /* and their device */
         int plan_calls;          /* tensor-core calls the current plan ran while waiting */
+        int untimed;             /* bit p: a sample on plan p ran cuSPARSE outside the library
+                                  * (the interposer's deferred calls): p cannot be timed */
         int ev_plan[6];          /* 1 + plan of a pending sample (0 caller's order, 1
                                   * ordered); 0: free */
         cudaEvent_t ev[6][2];

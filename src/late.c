@@ -221,8 +221,8 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         snprintf(l->note, sizeof l->note, "; ordering: first-col kept (a stream capture ended the trial)");
         return;
     }
-    if (h->decide_only || h->defer_cusparse) {
-        /* the interposer's calls: cuSPARSE may run outside, where they cannot be timed */
+    if (h->decide_only) {
+        /* the interposer asks where a call would go: nothing runs, nothing to time */
         if (++l->idle > TC_LATE_IDLE_CALLS) {
             tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
             snprintf(l->note, sizeof l->note,
@@ -353,6 +353,7 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     l->calls = 1;
     l->best[0] = l->best[1] = -1.0f;
     l->done[0] = l->done[1] = 0;
+    l->untimed = 0;
     tc_late_abandon(l);
     snprintf(tail, sizeof tail, "; ordering: trial, first-col built (%lld blocks, caller's order %lld, %.2f ms)",
              (long long)after, (long long)before, l->build_ms);
@@ -367,7 +368,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
     if (l->state == TCSPARSE_LATE_WAITING) {
         if (ran == NULL || ran != d->plan || dec->path == TCSPARSE_PATH_CUSPARSE ||
-            h->decide_only || h->defer_cusparse)
+            h->decide_only)
             return;
         if (tc_stream_capturing(h->stream)) {
             /* a graph now holds the caller's order's plan: it must not be freed */
@@ -379,9 +380,25 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
             tc_late_start(h, d, k);
         return;
     }
-    if (l->state != TCSPARSE_LATE_TRIAL || !tc_late_kind_eq(l, k) || h->decide_only ||
-        h->defer_cusparse)
+    if (l->state != TCSPARSE_LATE_TRIAL || !tc_late_kind_eq(l, k) || h->decide_only)
         return;
+    if (l->untimed != 0) {
+        /* the interposer ran one plan's call on cuSPARSE itself: that plan's route is
+         * cuSPARSE there, by the model; the plan whose calls stay on the tensor cores is kept */
+        const int caller = (l->untimed & 2) != 0;
+        if (caller && l->other != NULL) {
+            struct tc_plan *ordered = d->plan;
+            d->plan = l->other;
+            l->other = ordered;
+        }
+        tc_late_end_trial(l, caller ? TCSPARSE_LATE_KEPT_CALLER : TCSPARSE_LATE_KEPT_ORDERED);
+        tc_plan_release(d, l->other); /* a sample ran: not capturing */
+        tc_late_note(h, caller ? "; ordering: the caller's order kept (first-col's calls go to "
+                                 "cuSPARSE)"
+                               : "; ordering: first-col kept (the caller's order's calls go to "
+                                 "cuSPARSE)");
+        return;
+    }
     if (!l->sampling && settled && ran == d->plan)
         l->sampling = 1;
     char tail[80];
@@ -400,8 +417,14 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
 {
     struct tc_late *l = &d->late;
     if (l->sample >= 0) {
-        if (st != TCSPARSE_STATUS_SUCCESS ||
-            cudaEventRecord(l->ev[l->sample][1], h->stream) != cudaSuccess) {
+        const int which = l->ev_plan[l->sample] - 1;
+        if (st == TCSPARSE_STATUS_SUCCESS && h->deferred) {
+            /* the interposer runs this call on cuSPARSE after it returns: not timed here */
+            l->ev_plan[l->sample] = 0;
+            if (which >= 0)
+                l->untimed |= 1 << which;
+        } else if (st != TCSPARSE_STATUS_SUCCESS ||
+                   cudaEventRecord(l->ev[l->sample][1], h->stream) != cudaSuccess) {
             if (st == TCSPARSE_STATUS_SUCCESS)
                 (void)cudaGetLastError();
             l->ev_plan[l->sample] = 0; /* no sample */
@@ -416,7 +439,7 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
         (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE ||
-         h->decide_only || h->defer_cusparse))
+         h->decide_only))
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
