@@ -8,7 +8,8 @@
  * Cases: SpMM with column-major B/C and ALG_DEFAULT; row-major with CSR_ALG2; row-major with
  * _preprocess + CSR_ALG3; SDDMM with A row-major and B column-major; SpMM captured into a
  * CUDA graph (after a first uncaptured call) and replayed; a new descriptor over the same
- * arrays, then over the same arrays holding another matrix.  Exit 77 without a GPU. */
+ * arrays, then over the same arrays holding another matrix; the same product 40 times on one
+ * descriptor (a training loop).  Exit 77 without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -328,6 +329,85 @@ int main(void)
                relerr(hC, ref, (size_t)M * N));
         CHECK_CUDA(cudaFree(buf));
         CHECK_CUSPARSE(cusparseDestroySpMat(matA));
+    }
+
+    /* 7. a training loop: the same product 40 times on one descriptor, over a matrix whose
+     * rows are shuffled 16-row groups sharing 16 columns (each row 12 of them), so that the
+     * interposer's late ordering (docs/reorder.md) has something to gain; every result is
+     * checked. */
+    {
+        int *goff = malloc(sizeof(int) * (M + 1)), *gcol = malloc(sizeof(int) * (size_t)M * 12);
+        float *gval = malloc(sizeof(float) * (size_t)M * 12);
+        int *perm = malloc(sizeof(int) * M), gn = 0;
+        for (int r = 0; r < M; r++)
+            perm[r] = r;
+        for (int r = M - 1; r > 0; r--) {
+            int j = (int)((urand() + 1.0) * 0.5 * (r + 1)) % (r + 1), t = perm[r];
+            perm[r] = perm[j];
+            perm[j] = t;
+        }
+        for (int r = 0; r < M; r++) {
+            goff[r] = gn;
+            int used[16] = {0}, k = 0, g0 = (perm[r] / 16) * 16;
+            while (k < 12) {
+                int c = (int)((urand() + 1.0) * 8.0) % 16;
+                if (!used[c] && g0 + c < K) {
+                    used[c] = 1;
+                    k++;
+                } else if (g0 + 12 > K) {
+                    break; /* the last group is narrower */
+                }
+            }
+            for (int c = 0; c < 16; c++)
+                if (used[c]) {
+                    gcol[gn] = g0 + c;
+                    gval[gn++] = (float)urand();
+                }
+        }
+        goff[M] = gn;
+        memset(ref, 0, sizeof(double) * (size_t)M * N);
+        for (int r = 0; r < M; r++)
+            for (int p = goff[r]; p < goff[r + 1]; p++)
+                for (int j = 0; j < N; j++)
+                    ref[(size_t)r * N + j] += (double)gval[p] * hB[(size_t)gcol[p] * N + j];
+        int *dgoff, *dgcol;
+        float *dgval;
+        CHECK_CUDA(cudaMalloc((void **)&dgoff, sizeof(int) * (M + 1)));
+        CHECK_CUDA(cudaMalloc((void **)&dgcol, sizeof(int) * (gn ? gn : 1)));
+        CHECK_CUDA(cudaMalloc((void **)&dgval, sizeof(float) * (gn ? gn : 1)));
+        CHECK_CUDA(cudaMemcpy(dgoff, goff, sizeof(int) * (M + 1), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dgcol, gcol, sizeof(int) * gn, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dgval, gval, sizeof(float) * gn, cudaMemcpyHostToDevice));
+        cusparseSpMatDescr_t matG;
+        CHECK_CUSPARSE(cusparseCreateCsr(&matG, M, K, gn, dgoff, dgcol, dgval, CUSPARSE_INDEX_32I,
+                                         CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                         CUDA_R_32F));
+        size_t bytes = 0;
+        void *buf = NULL;
+        CHECK_CUSPARSE(cusparseSpMM_bufferSize(handle, NT, NT, &alpha, matG, matB, &beta, matC,
+                                               CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
+        CHECK_CUDA(cudaMalloc(&buf, bytes ? bytes : 1));
+        double worst = 0;
+        for (int it = 0; it < 40; it++) {
+            CHECK_CUDA(cudaMemsetAsync(dC, 0xff, sizeof(float) * (size_t)M * N, stream));
+            CHECK_CUSPARSE(cusparseSpMM(handle, NT, NT, &alpha, matG, matB, &beta, matC,
+                                        CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf));
+            CHECK_CUDA(cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)M * N,
+                                       cudaMemcpyDeviceToHost, stream));
+            CHECK_CUDA(cudaStreamSynchronize(stream));
+            const double e = relerr(hC, ref, (size_t)M * N);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+        report("spmm 40 times, one descr", worst);
+        CHECK_CUSPARSE(cusparseDestroySpMat(matG));
+        cudaFree(buf);
+        cudaFree(dgoff);
+        cudaFree(dgcol);
+        cudaFree(dgval);
+        free(goff);
+        free(gcol);
+        free(gval);
+        free(perm);
     }
 
     CHECK_CUSPARSE(cusparseDestroyDnMat(matB));

@@ -2,7 +2,8 @@
 # The interposer with real cuSPARSE work (GPU machine; skipped without a GPU): the sample
 # client passes alone, under the interposer with the automatic route, with the route forced to
 # the tensor cores (where the log must show them taken for the row-major SpMM, the captured
-# SpMM and the SDDMM, and cuSPARSE for column-major B/C), and as a pass-through.
+# SpMM and the SDDMM, and cuSPARSE for column-major B/C, and late ordering's trial in the
+# training loop deciding), and as a pass-through.
 set -u
 so=${TC_PRELOAD_SO:?} b=${TC_BUILDDIR:?}
 client=$b/tests/preload/sample_client
@@ -33,4 +34,9 @@ grep -q 'kept plan adopted by a new descriptor (fingerprint matches)' tc.err ||
   err "the plan of a destroyed descriptor was not reused"
 grep -q 'kept plan dropped: the arrays hold another structure now' tc.err ||
   err "a matrix rebuilt in the same arrays was not detected"
+# late ordering (docs/reorder.md) under the interposer: the training loop's trial decides
+grep -q '; ordering: trial, first-col built' tc.err ||
+  err "forced route: no late-ordering trial in the training loop"
+grep -Eq "; ordering: (first-col|the caller's order) kept" tc.err ||
+  err "forced route: the late-ordering trial did not decide"
 exit $fail
