@@ -6,9 +6,11 @@
  * state; the plan cache holds one plan once the trial is over.  Which plan wins is the GPU's
  * business (no timing is asserted); TCSPARSE_LATE_* states, the plans held and the results
  * are.  Also: off by the environment and by the descriptor, no gain, a capture before and
- * during the trial, SetPointers during the trial, a cache too small for both plans. */
+ * during the trial, SetPointers during the trial, a cache too small for both plans, and four
+ * threads with their own handles and streams calling on one descriptor through a trial. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,4 +566,107 @@ Test(gpu_late, captures)
         tcsparseDestroy(h);
         cudaStreamDestroy(s0);
     }
+}
+
+/* Four threads, each with its own handle, stream and C, call SpMM on one sparse descriptor
+ * (the descriptor's lock serialises the host side; samples are timed on each caller's
+ * stream): every result right, the trial decided, one plan left. */
+typedef struct {
+    sp_t *s;
+    int64_t N;
+    float *dB;
+    uint64_t seed;
+    const double *ref;
+    pthread_barrier_t *start;
+    double worst;
+    int failed;
+} thr_t;
+
+static void *thr_run(void *arg)
+{
+    thr_t *w = arg;
+    const int64_t M = w->s->m.rows, K = w->s->m.cols, N = w->N;
+    tcsparseHandle_t h;
+    cudaStream_t st;
+    float *dC = NULL, *hC = malloc(sizeof *hC * (size_t)(M * N));
+    double *out = malloc(sizeof *out * (size_t)(M * N));
+    tcsparseDnMatDescr_t B, C;
+    void *buf = NULL;
+    size_t bsz = 0;
+    w->failed = hC == NULL || out == NULL || tcsparseCreate(&h) != 0 ||
+                cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
+                cudaMalloc((void **)&dC, sizeof(float) * (size_t)(M * N)) != cudaSuccess;
+    pthread_barrier_wait(w->start);
+    if (w->failed)
+        return NULL;
+    tcsparseSetStream(h, st);
+    tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
+    tcsparseCreateDnMat(&B, K, N, N, w->dB, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    tcsparseCreateDnMat(&C, M, N, N, dC, CUDA_R_32F, TCSPARSE_ORDER_ROW);
+    w->failed |= tcsparseSpMM_bufferSize(h, 0, 0, &one, w->s->A, B, &zero, C, CUDA_R_32F,
+                                         TCSPARSE_SPMM_ALG_DEFAULT, &bsz) != 0 ||
+                 cudaMalloc(&buf, bsz ? bsz : 1) != cudaSuccess;
+    for (int i = 0; i < 40 && !w->failed; i++) {
+        cudaMemsetAsync(dC, 0xff, sizeof(float) * (size_t)(M * N), st);
+        if (tcsparseSpMM(h, 0, 0, &one, w->s->A, B, &zero, C, CUDA_R_32F,
+                         TCSPARSE_SPMM_ALG_DEFAULT, buf) != 0 ||
+            cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)(M * N), cudaMemcpyDeviceToHost,
+                            st) != cudaSuccess ||
+            cudaStreamSynchronize(st) != cudaSuccess) {
+            w->failed = 1;
+            break;
+        }
+        for (int64_t j = 0; j < M * N; j++)
+            out[j] = hC[j];
+        const double e = tc_rel_err(w->ref, out, (size_t)(M * N));
+        if (!(e <= w->worst))
+            w->worst = e; /* NaN and inf stay */
+    }
+    tcsparseDestroyDnMat(B);
+    tcsparseDestroyDnMat(C);
+    cudaFree(buf);
+    cudaFree(dC);
+    cudaStreamDestroy(st);
+    tcsparseDestroy(h);
+    free(hC);
+    free(out);
+    return NULL;
+}
+
+Test(gpu_late, threads_share_a_descriptor)
+{
+    TC_REQUIRE_GPU();
+    late_env();
+    tc_csr m;
+    grouped(8189, 71, &m);
+    sp_t s;
+    sp_make(&s, &m);
+    spmm_t c; /* B and the reference */
+    spmm_make(&c, &s, 64, 72);
+    enum { T = 4 };
+    pthread_t th[T];
+    thr_t w[T];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, T);
+    for (int i = 0; i < T; i++) {
+        w[i] = (thr_t){&s, 64, c.dB, 80 + (uint64_t)i, c.ref, &start, 0.0, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, thr_run, &w[i]), 0);
+    }
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < T; i++) {
+        cr_assert(!w[i].failed, "thread %d: a call failed: %s", i, tcsparseGetLastErrorMessage());
+        cr_assert(w[i].worst <= 5e-3, "thread %d: relative error %g", i, w[i].worst);
+    }
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    const tcsparseMetcfStats_t st = stats_of(h, s.A);
+    cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED || st.late_state == TCSPARSE_LATE_KEPT_CALLER,
+              "state %d after 4 x 40 calls", st.late_state);
+    cr_assert_eq(cached_plans(), 1);
+    tcsparseDestroy(h);
+    spmm_free(&c);
+    sp_free(&s);
 }
