@@ -6,8 +6,9 @@
  * state; the plan cache holds one plan once the trial is over.  Which plan wins is the GPU's
  * business (no timing is asserted); TCSPARSE_LATE_* states, the plans held and the results
  * are.  Also: off by the environment and by the descriptor, no gain, a capture before and
- * during the trial, SetPointers during the trial, a cache too small for both plans, and four
- * threads with their own handles and streams calling on one descriptor through a trial. */
+ * during the trial, SetPointers during the trial, a cache too small for both plans, four
+ * threads with their own handles and streams calling on one descriptor through a trial, and
+ * an attention layer's SDDMM and SpMM taking turns on one descriptor. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -669,4 +670,117 @@ Test(gpu_late, threads_share_a_descriptor)
     tcsparseDestroy(h);
     spmm_free(&c);
     sp_free(&s);
+}
+
+/* An attention layer on one descriptor S (GNN shape): S = X Y^T on S's pattern (SDDMM), then
+ * H = S Z (SpMM), 50 times; two kinds of call take turns, so the trial's kind comes every
+ * other call and the other kind runs on the current plan meanwhile.  Each SDDMM is checked
+ * against the reference, each SpMM against the reference of S's values as computed. */
+Test(gpu_late, attention_sddmm_then_spmm)
+{
+    TC_REQUIRE_GPU();
+    late_env();
+    tc_csr m;
+    grouped(4091, 91, &m);
+    sp_t s;
+    sp_make(&s, &m);
+    const int64_t M = m.rows, Ncol = m.cols, D = 64, F = 64;
+    uint64_t rs = 92;
+    float *hX = malloc(sizeof(float) * (size_t)(M * D)), *hY = malloc(sizeof(float) * (size_t)(Ncol * D));
+    float *hZ = malloc(sizeof(float) * (size_t)(Ncol * F)), *hH = malloc(sizeof(float) * (size_t)(M * F));
+    float *hS = malloc(sizeof(float) * (size_t)m.nnz);
+    double *rX = malloc(sizeof(double) * (size_t)(M * D)), *rY = malloc(sizeof(double) * (size_t)(Ncol * D));
+    double *rZ = malloc(sizeof(double) * (size_t)(Ncol * F)), *refS = malloc(sizeof(double) * (size_t)m.nnz);
+    double *outS = malloc(sizeof(double) * (size_t)m.nnz), *refH = malloc(sizeof(double) * (size_t)(M * F));
+    double *outH = malloc(sizeof(double) * (size_t)(M * F));
+    cr_assert(hX && hY && hZ && hH && hS && rX && rY && rZ && refS && outS && refH && outH);
+    for (int64_t i = 0; i < M * D; i++)
+        rX[i] = hX[i] = (float)tc_test_rand_uniform(&rs);
+    for (int64_t i = 0; i < Ncol * D; i++)
+        rY[i] = hY[i] = (float)tc_test_rand_uniform(&rs);
+    for (int64_t i = 0; i < Ncol * F; i++)
+        rZ[i] = hZ[i] = (float)tc_test_rand_uniform(&rs);
+    tc_ref_dense Xd = {M, D, D, TCSPARSE_ORDER_ROW, rX}, Yd = {D, Ncol, D, TCSPARSE_ORDER_COL, rY};
+    tc_ref_sddmm(TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE, 1.0, &Xd, &Yd,
+                 0.0, &s.m, refS);
+    float *dX, *dY, *dZ, *dH;
+    cudaMalloc((void **)&dX, sizeof(float) * (size_t)(M * D));
+    cudaMalloc((void **)&dY, sizeof(float) * (size_t)(Ncol * D));
+    cudaMalloc((void **)&dZ, sizeof(float) * (size_t)(Ncol * F));
+    cudaMalloc((void **)&dH, sizeof(float) * (size_t)(M * F));
+    cudaMemcpy(dX, hX, sizeof(float) * (size_t)(M * D), cudaMemcpyHostToDevice);
+    cudaMemcpy(dY, hY, sizeof(float) * (size_t)(Ncol * D), cudaMemcpyHostToDevice);
+    cudaMemcpy(dZ, hZ, sizeof(float) * (size_t)(Ncol * F), cudaMemcpyHostToDevice);
+    tcsparseDnMatDescr_t X, Y, Z, H;
+    cr_assert_eq(tcsparseCreateDnMat(&X, M, D, D, dX, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&Y, D, Ncol, D, dY, CUDA_R_32F, TCSPARSE_ORDER_COL), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&Z, Ncol, F, F, dZ, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&H, M, F, F, dH, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
+    size_t b1 = 0, b2 = 0;
+    cr_assert_eq(tcsparseSDDMM_bufferSize(h, 0, 0, &one, X, Y, &zero, s.A, CUDA_R_32F, 0, &b1), 0);
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &one, s.A, Z, &zero, H, CUDA_R_32F,
+                                         TCSPARSE_SPMM_ALG_DEFAULT, &b2), 0);
+    void *buf;
+    cudaMalloc(&buf, (b1 > b2 ? b1 : b2) + 1);
+    int saw = 0;
+    for (int it = 0; it < 50; it++) {
+        cudaMemset(s.d_val, 0xff, sizeof(float) * (size_t)m.nnz);
+        cr_assert_eq(tcsparseSDDMM(h, 0, 0, &one, X, Y, &zero, s.A, CUDA_R_32F, 0, buf), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        tcsparseRouteInfo_t ri;
+        tcsparseGetLastRoute(h, &ri);
+        saw |= strstr(ri.reason, "; ordering: trial") != NULL;
+        cudaMemset(dH, 0xff, sizeof(float) * (size_t)(M * F));
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &one, s.A, Z, &zero, H, CUDA_R_32F,
+                                  TCSPARSE_SPMM_ALG_DEFAULT, buf), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        tcsparseGetLastRoute(h, &ri);
+        saw |= strstr(ri.reason, "; ordering: trial") != NULL;
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+        cudaMemcpy(hS, s.d_val, sizeof(float) * (size_t)m.nnz, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hH, dH, sizeof(float) * (size_t)(M * F), cudaMemcpyDeviceToHost);
+        for (int64_t p = 0; p < m.nnz; p++)
+            outS[p] = s.m.val[p] = hS[p]; /* the SpMM's A: S as computed */
+        const double es = tc_rel_err(refS, outS, (size_t)m.nnz);
+        cr_assert(es <= 5e-3, "iteration %d: SDDMM relative error %g", it, es);
+        tc_ref_dense Zd = {Ncol, F, F, TCSPARSE_ORDER_ROW, rZ}, Hd = {M, F, F, TCSPARSE_ORDER_ROW, refH};
+        tc_ref_spmm(TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE, 1.0, &s.m,
+                    &Zd, 0.0, &Hd);
+        for (int64_t i = 0; i < M * F; i++)
+            outH[i] = hH[i];
+        const double eh = tc_rel_err(refH, outH, (size_t)(M * F));
+        cr_assert(eh <= 5e-3, "iteration %d: SpMM relative error %g", it, eh);
+    }
+    const tcsparseMetcfStats_t st = stats_of(h, s.A);
+    cr_assert(saw, "no call reported a trial (state %d)", st.late_state);
+    cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED || st.late_state == TCSPARSE_LATE_KEPT_CALLER,
+              "state %d after 50 iterations", st.late_state);
+    cr_assert_eq(cached_plans(), 1);
+    tcsparseDestroyDnMat(X);
+    tcsparseDestroyDnMat(Y);
+    tcsparseDestroyDnMat(Z);
+    tcsparseDestroyDnMat(H);
+    cudaFree(dX);
+    cudaFree(dY);
+    cudaFree(dZ);
+    cudaFree(dH);
+    cudaFree(buf);
+    free(hX);
+    free(hY);
+    free(hZ);
+    free(hH);
+    free(hS);
+    free(rX);
+    free(rY);
+    free(rZ);
+    free(refS);
+    free(outS);
+    free(refH);
+    free(outH);
+    sp_free(&s);
+    tcsparseDestroy(h);
 }
