@@ -40,3 +40,28 @@ void tc_sddmm_plan_ready(void)
     fprintf(stderr, "fuzz stub: tc_sddmm_plan_ready called\n");
     abort();
 }
+
+/* The route's helpers that late ordering (src/late.c, reached from descriptor destroy through
+ * tc_plan_invalidate) calls on its GPU paths only: a descriptor without a plan never gets
+ * there. */
+#include "../src/route.h"
+
+void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
+{
+    (void)ra, (void)out, (void)n;
+    fprintf(stderr, "fuzz stub: tc_reason_format called\n");
+    abort();
+}
+
+int tc_select_model_only(void)
+{
+    fprintf(stderr, "fuzz stub: tc_select_model_only called\n");
+    abort();
+}
+
+int tc_stream_capturing(cudaStream_t s)
+{
+    (void)s;
+    fprintf(stderr, "fuzz stub: tc_stream_capturing called\n");
+    abort();
+}
