@@ -41,9 +41,9 @@ void tc_sddmm_plan_ready(void)
     abort();
 }
 
-/* The route's helpers that late ordering (src/late.c, reached from descriptor destroy through
- * tc_plan_invalidate) calls on its GPU paths only: a descriptor without a plan never gets
- * there. */
+/* The route's helpers and sampler that late ordering (src/late.c, reached from descriptor
+ * destroy through tc_plan_invalidate) calls on its GPU paths only: a descriptor without a
+ * plan never gets there. */
 #include "../src/route.h"
 
 void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
@@ -63,5 +63,33 @@ int tc_stream_capturing(cudaStream_t s)
 {
     (void)s;
     fprintf(stderr, "fuzz stub: tc_stream_capturing called\n");
+    abort();
+}
+
+void tc_explore_abandon(tc_explore *x)
+{
+    (void)x;
+    fprintf(stderr, "fuzz stub: tc_explore_abandon called\n");
+    abort();
+}
+
+int tc_explore_pending(const tc_explore *x)
+{
+    (void)x;
+    fprintf(stderr, "fuzz stub: tc_explore_pending called\n");
+    abort();
+}
+
+int tc_explore_free_pair(tc_explore *x)
+{
+    (void)x;
+    fprintf(stderr, "fuzz stub: tc_explore_free_pair called\n");
+    abort();
+}
+
+void tc_explore_harvest(tc_explore *x)
+{
+    (void)x;
+    fprintf(stderr, "fuzz stub: tc_explore_harvest called\n");
     abort();
 }

@@ -18,6 +18,45 @@
 
 struct tc_plan; /* plan.h */
 
+/* A kind of call, the key of measured decisions: operation (TC_SEL_OP_SPMM 0 or
+ * TC_SEL_OP_SDDMM 1), N (SpMM) or the inner dimension K (SDDMM), A/B and C types (TC_T_*),
+ * math mode. */
+typedef struct {
+    int op;
+    int64_t n;
+    int ab_type, c_type, tf32;
+    int path; /* the tensor-core path (tcsparsePath_t) in the keys of kernel tuning (tune.c);
+               * 0 in the route's keys */
+} tc_call_kind;
+
+static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
+{
+    return a->op == b->op && a->n == b->n && a->ab_type == b->ab_type &&
+           a->c_type == b->c_type && a->tf32 == b->tf32 && a->path == b->path;
+}
+
+/* The measurement on the executions themselves (route.c, select.h): one kind of call at a
+ * time per plan.  A sample is a pair of events around one execution; its time is read back
+ * by a later call (cudaEventQuery, no synchronisation). */
+#define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
+/* calls of other kinds after which an unfinished measurement is abandoned (its kind did not
+ * come back: a one-off N), so that those kinds can be measured */
+#define TC_EXPLORE_IDLE_CALLS 32
+typedef struct {
+    int active;
+    tc_call_kind kind;      /* the kind being measured */
+    int ncand;
+    int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
+    int issued[4], done[4], dropped[4];
+    float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
+    int next;               /* candidate being sampled (its samples run back to back) */
+    int calls;              /* executions since the kind was first seen */
+    int idle;               /* calls of other kinds since this kind's last call */
+    cudaEvent_t ev[TC_EXPLORE_PAIRS][2];
+    int ev_cand[TC_EXPLORE_PAIRS]; /* 1 + candidate index of a pending sample; 0: free */
+    int nev;                /* pairs created */
+} tc_explore;
+
 /* The selector's numbers behind a model decision: the reason text is formatted from them
  * only when it is read (tcsparseGetLastRoute) or logged, not on every call (snprintf of
  * seven numbers was a measurable part of the routed path's per-call host time). */
@@ -123,26 +162,22 @@ struct tcsparseSpMatDescr {
     /* Late ordering (late.c, TCSPARSE_REORDER_LATE), under mu like plan. */
     struct tc_late {
         int state;               /* tcsparseLateState_t; 0 (NONE) until first looked at */
-        int op, ab_type, c_type, tf32; /* the kind of call of the trial (tc_call_kind) */
-        int64_t n;
+        int looked;              /* state was set from the reorder mode */
+        tc_call_kind kind;       /* the kind of call of the trial (path 0) */
         struct tc_plan *other;   /* the plan that is not current: the caller's order's during
                                   * the trial, then the loser until it can be freed */
         int pick_other;          /* this call runs on other (a sample of the trial) */
-        int sample;              /* this call's event pair, or -1 */
-        int looked;              /* state was set from the reorder mode */
+        int sample;              /* this call's event pair in x, or -1 */
         int sampling;            /* the ordered plan has settled: calls are being timed */
         int issued, idle, calls;
-        unsigned long long ctx;  /* CUDA context of the events (tc_context_id) */
-        int dev;                 /* and their device */
         int plan_calls;          /* tensor-core calls the current plan ran while waiting */
         int untimed;             /* bit p: a sample on plan p ran cuSPARSE outside the library
                                   * (the interposer's deferred calls): p cannot be timed */
-        int ev_plan[6];          /* 1 + plan of a pending sample (0 caller's order, 1
-                                  * ordered); 0: free */
-        cudaEvent_t ev[6][2];
-        int nev;
-        float best[2];           /* fastest sample of each plan; < 0: none */
-        int done[2];
+        /* the samples, on route.c's sampler: candidate 0 the caller's order's plan, 1 the
+         * ordered plan (x.done, x.best_ms); the events' CUDA context and device */
+        tc_explore x;
+        unsigned long long ctx;
+        int dev;
         double build_ms;
         int64_t caller_blocks;   /* blocks of the caller's order's plan */
         char note[128];          /* what this call's begin decided, for its route reason */

@@ -15,8 +15,7 @@ static double tc_late_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-#define TC_LATE_PAIRS ((int)(sizeof ((struct tc_late *)0)->ev_plan / sizeof(int)))
-_Static_assert(2 * TC_LATE_SAMPLES <= 6, "struct tc_late holds a pair for every sample");
+_Static_assert(2 * TC_LATE_SAMPLES <= TC_EXPLORE_PAIRS, "tc_explore holds a pair for every sample");
 
 /* The share of blocks the ordering must save to be timed: TCSPARSE_REORDER_MIN_GAIN when
  * set, else TC_LATE_MIN_GAIN (lower than AUTO's 10%: the trial measures, and NotreDame_www's
@@ -25,12 +24,6 @@ static double tc_late_min_gain(void)
 {
     const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
     return e != NULL && e[0] != '\0' ? tc_reorder_min_gain() : TC_LATE_MIN_GAIN;
-}
-
-static int tc_late_kind_eq(const struct tc_late *l, const tc_call_kind *k)
-{
-    return l->op == k->op && l->n == k->n && l->ab_type == k->ab_type &&
-           l->c_type == k->c_type && l->tf32 == k->tf32;
 }
 
 static int tc_late_logging(tcsparseHandle_t h)
@@ -62,22 +55,22 @@ static void tc_late_note(tcsparseHandle_t h, const char *tail)
  * cudaDeviceReset, went with it) and forgets any pending sample. */
 static void tc_late_forget_events(struct tc_late *l)
 {
-    if (l->nev == 0)
+    if (l->x.nev == 0)
         return;
     int cur = -1;
     const int other = cudaGetDevice(&cur) == cudaSuccess && cur != l->dev &&
                       cudaSetDevice(l->dev) == cudaSuccess;
     const unsigned long long ctx = tc_context_id();
     if (l->ctx == 0 || ctx == 0 || ctx == l->ctx)
-        for (int i = 0; i < l->nev; i++) {
-            (void)cudaEventDestroy(l->ev[i][0]);
-            (void)cudaEventDestroy(l->ev[i][1]);
+        for (int i = 0; i < l->x.nev; i++) {
+            (void)cudaEventDestroy(l->x.ev[i][0]);
+            (void)cudaEventDestroy(l->x.ev[i][1]);
         }
     if (other)
         (void)cudaSetDevice(cur);
     (void)cudaGetLastError(); /* these calls' errors, not the caller's */
-    memset(l->ev_plan, 0, sizeof l->ev_plan);
-    l->nev = 0;
+    memset(l->x.ev_cand, 0, sizeof l->x.ev_cand);
+    l->x.nev = 0;
     l->sample = -1;
 }
 
@@ -89,17 +82,10 @@ void tc_late_reset(struct tcsparseSpMatDescr *d)
     l->sample = -1;
 }
 
-/* Pending samples are forgotten (a pending pair may be recorded again: the later record wins). */
-static void tc_late_abandon(struct tc_late *l)
-{
-    for (int i = 0; i < l->nev; i++)
-        l->ev_plan[i] = 0;
-}
-
 void tc_late_trial_lost(struct tcsparseSpMatDescr *d)
 {
     struct tc_late *l = &d->late;
-    tc_late_abandon(l);
+    tc_explore_abandon(&l->x);
     l->state = d->plan != NULL && d->plan->stats.reorder_ordering != TCSPARSE_ORDERING_IDENTITY
                    ? TCSPARSE_LATE_KEPT_ORDERED
                    : TCSPARSE_LATE_KEPT_CALLER;
@@ -114,71 +100,30 @@ void tc_late_stats(const struct tcsparseSpMatDescr *d, tcsparseMetcfStats_t *s)
         s->late_state = TCSPARSE_LATE_WAITING; /* no execution has looked yet */
     s->late_calls = l->calls;
     s->late_build_ms = l->build_ms;
-    s->late_ms_caller = l->done[0] > 0 ? l->best[0] : -1.0f;
-    s->late_ms_ordered = l->done[1] > 0 ? l->best[1] : -1.0f;
+    s->late_ms_caller = l->x.done[0] > 0 ? l->x.best_ms[0] : -1.0f;
+    s->late_ms_ordered = l->x.done[1] > 0 ? l->x.best_ms[1] : -1.0f;
 }
 
-/* Reads back the samples whose second event has completed (no synchronisation). */
-static void tc_late_harvest(struct tc_late *l)
-{
-    for (int i = 0; i < l->nev; i++) {
-        if (l->ev_plan[i] == 0)
-            continue;
-        const cudaError_t e = cudaEventQuery(l->ev[i][1]);
-        if (e == cudaErrorNotReady)
-            continue;
-        const int k = l->ev_plan[i] - 1;
-        float ms = -1.0f;
-        l->ev_plan[i] = 0;
-        if (e != cudaSuccess)
-            continue; /* an error of a call's own is the caller's to see */
-        if (cudaEventElapsedTime(&ms, l->ev[i][0], l->ev[i][1]) != cudaSuccess) {
-            (void)cudaGetLastError(); /* this query's error, not the caller's */
-            continue;
-        }
-        l->done[k]++;
-        if (l->best[k] < 0.0f || ms < l->best[k])
-            l->best[k] = ms;
-    }
-}
-
-static int tc_late_pending(const struct tc_late *l)
-{
-    int n = 0;
-    for (int i = 0; i < l->nev; i++)
-        n += l->ev_plan[i] != 0;
-    return n;
-}
-
+/* A free event pair of the sampler (route.c), noting the context and device of new ones. */
 static int tc_late_free_pair(struct tc_late *l)
 {
-    for (int i = 0; i < l->nev; i++)
-        if (l->ev_plan[i] == 0)
-            return i;
-    if (l->nev == TC_LATE_PAIRS)
-        return -1;
-    if (cudaEventCreate(&l->ev[l->nev][0]) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return -1;
+    const int before = l->x.nev;
+    const int pair = tc_explore_free_pair(&l->x);
+    if (l->x.nev > before) {
+        l->ctx = tc_context_id();
+        if (cudaGetDevice(&l->dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            l->dev = 0;
+        }
     }
-    if (cudaEventCreate(&l->ev[l->nev][1]) != cudaSuccess) {
-        (void)cudaGetLastError();
-        (void)cudaEventDestroy(l->ev[l->nev][0]);
-        return -1;
-    }
-    l->ctx = tc_context_id();
-    if (cudaGetDevice(&l->dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        l->dev = 0;
-    }
-    return l->nev++;
+    return pair;
 }
 
 /* The trial ends: the current plan stays (the ordered one), the other is freed when no
  * capture is under way (else by a later call). */
 static void tc_late_end_trial(struct tc_late *l, int state)
 {
-    tc_late_abandon(l);
+    tc_explore_abandon(&l->x);
     l->state = state;
     l->sampling = 0;
 }
@@ -188,19 +133,21 @@ static void tc_late_decide(struct tcsparseSpMatDescr *d)
 {
     struct tc_late *l = &d->late;
     char *tail = l->note;
-    if (l->done[0] > 0 && l->done[1] > 0 && l->best[0] < l->best[1] && l->other != NULL) {
+    const float *best = l->x.best_ms;
+    const int both = l->x.done[0] > 0 && l->x.done[1] > 0;
+    if (both && best[0] < best[1] && l->other != NULL) {
         struct tc_plan *ordered = d->plan;
         d->plan = l->other;
         l->other = ordered;
         tc_late_end_trial(l, TCSPARSE_LATE_KEPT_CALLER);
         snprintf(tail, sizeof l->note, "; ordering: the caller's order kept (%.4f ms, first-col %.4f ms)",
-                 l->best[0], l->best[1]);
+                 best[0], best[1]);
     } else {
         tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
-        if (l->done[0] > 0 && l->done[1] > 0)
+        if (both)
             snprintf(tail, sizeof l->note,
-                     "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)", l->best[1],
-                     l->best[0]);
+                     "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)", best[1],
+                     best[0]);
         else
             snprintf(tail, sizeof l->note, "; ordering: first-col kept (samples lost)");
     }
@@ -230,7 +177,7 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         }
         return;
     }
-    if (!tc_late_kind_eq(l, k)) {
+    if (!tc_call_kind_eq(&l->kind, k)) {
         if (++l->idle > TC_LATE_IDLE_CALLS) {
             tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
             snprintf(l->note, sizeof l->note,
@@ -249,9 +196,9 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
     }
     if (!l->sampling)
         return; /* the ordered plan is still measuring its route and kernels */
-    tc_late_harvest(l);
+    tc_explore_harvest(&l->x);
     if (l->issued >= 2 * TC_LATE_SAMPLES) {
-        if (tc_late_pending(l) == 0)
+        if (tc_explore_pending(&l->x) == 0)
             tc_late_decide(d);
         return;
     }
@@ -259,11 +206,11 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
     if (pair < 0)
         return;
     const int which = l->issued % 2; /* the caller's order first, then in turn */
-    if (cudaEventRecord(l->ev[pair][0], h->stream) != cudaSuccess) {
+    if (cudaEventRecord(l->x.ev[pair][0], h->stream) != cudaSuccess) {
         (void)cudaGetLastError();
         return;
     }
-    l->ev_plan[pair] = which + 1;
+    l->x.ev_cand[pair] = which + 1;
     l->sample = pair;
     l->pick_other = which == 0;
     l->issued++;
@@ -302,7 +249,7 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     struct tc_late *l = &d->late;
     struct tc_plan *cur = d->plan, *p = NULL;
     char tail[140];
-    if (l->nev > 0 && l->ctx != tc_context_id())
+    if (l->x.nev > 0 && l->ctx != tc_context_id())
         tc_late_forget_events(l); /* made for another device (or a context reset since) */
     const double t0 = tc_late_now_ms();
     tcsparseStatus_t st = tc_plan_build_late(h, d, &p);
@@ -343,18 +290,16 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     l->other = cur;
     d->plan = p;
     l->state = TCSPARSE_LATE_TRIAL;
-    l->op = k->op;
-    l->n = k->n;
-    l->ab_type = k->ab_type;
-    l->c_type = k->c_type;
-    l->tf32 = k->tf32;
+    l->kind = *k;
     l->sampling = 0;
     l->issued = l->idle = 0;
     l->calls = 1;
-    l->best[0] = l->best[1] = -1.0f;
-    l->done[0] = l->done[1] = 0;
     l->untimed = 0;
-    tc_late_abandon(l);
+    tc_explore_abandon(&l->x);
+    for (int i = 0; i < 2; i++) {
+        l->x.done[i] = l->x.dropped[i] = 0;
+        l->x.best_ms[i] = -1.0f;
+    }
     snprintf(tail, sizeof tail, "; ordering: trial, first-col built (%lld blocks, caller's order %lld, %.2f ms)",
              (long long)after, (long long)before, l->build_ms);
     tc_late_note(h, tail);
@@ -380,7 +325,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
             tc_late_start(h, d, k);
         return;
     }
-    if (l->state != TCSPARSE_LATE_TRIAL || !tc_late_kind_eq(l, k) || h->decide_only)
+    if (l->state != TCSPARSE_LATE_TRIAL || !tc_call_kind_eq(&l->kind, k) || h->decide_only)
         return;
     if (l->untimed != 0) {
         /* the interposer ran one plan's call on cuSPARSE itself: that plan's route is
@@ -404,7 +349,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     char tail[80];
     if (!l->sampling)
         snprintf(tail, sizeof tail, "; ordering: trial, first-col plan measuring");
-    else if (l->issued < 2 * TC_LATE_SAMPLES || tc_late_pending(l) > 0)
+    else if (l->issued < 2 * TC_LATE_SAMPLES || tc_explore_pending(&l->x) > 0)
         snprintf(tail, sizeof tail, "; ordering: trial, sample %d of %d", l->issued,
                  2 * TC_LATE_SAMPLES);
     else
@@ -417,17 +362,17 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
 {
     struct tc_late *l = &d->late;
     if (l->sample >= 0) {
-        const int which = l->ev_plan[l->sample] - 1;
+        const int which = l->x.ev_cand[l->sample] - 1;
         if (st == TCSPARSE_STATUS_SUCCESS && h->deferred) {
             /* the interposer runs this call on cuSPARSE after it returns: not timed here */
-            l->ev_plan[l->sample] = 0;
+            l->x.ev_cand[l->sample] = 0;
             if (which >= 0)
                 l->untimed |= 1 << which;
         } else if (st != TCSPARSE_STATUS_SUCCESS ||
-                   cudaEventRecord(l->ev[l->sample][1], h->stream) != cudaSuccess) {
+                   cudaEventRecord(l->x.ev[l->sample][1], h->stream) != cudaSuccess) {
             if (st == TCSPARSE_STATUS_SUCCESS)
                 (void)cudaGetLastError();
-            l->ev_plan[l->sample] = 0; /* no sample */
+            l->x.ev_cand[l->sample] = 0; /* no sample */
         }
         l->sample = -1;
     }

@@ -6,26 +6,8 @@
 #include "internal.h"
 #include "../kernels/kernels.h"
 
-/* A decision measured for one kind of call: at _preprocess (TCSPARSE_SELECT=measure, SpMM) or
- * on the first executions (route.c). */
-/* A kind of call, the key of measured decisions: operation (TC_SEL_OP_SPMM 0 or
- * TC_SEL_OP_SDDMM 1), N (SpMM) or the inner dimension K (SDDMM), A/B and C types (TC_T_*),
- * math mode. */
-typedef struct {
-    int op;
-    int64_t n;
-    int ab_type, c_type, tf32;
-    int path; /* the tensor-core path (tcsparsePath_t) in the keys of kernel tuning (tune.c);
-               * 0 in the route's keys */
-} tc_call_kind;
-
-static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
-{
-    return a->op == b->op && a->n == b->n && a->ab_type == b->ab_type &&
-           a->c_type == b->c_type && a->tf32 == b->tf32 && a->path == b->path;
-}
-
-typedef struct tc_measured {
+/* A decision measured for one kind of call (tc_call_kind, internal.h): at _preprocess
+ * (TCSPARSE_SELECT=measure, SpMM) or on the first executions (route.c). */typedef struct tc_measured {
     tc_call_kind kind;
     tcsparsePath_t path;    /* the fastest of the candidates */
     float ms[4];            /* by TC_SEL_CAND_* (select.h): TC base, TC balanced, cuSPARSE,
@@ -33,28 +15,6 @@ typedef struct tc_measured {
     int alg3;               /* path is cuSPARSE and CSR_ALG3 was the faster algorithm */
     int calls;              /* 0: measured at _preprocess; else the executions it took */
 } tc_measured;
-
-/* The measurement on the executions themselves (route.c, select.h): one kind of call at a
- * time per plan.  A sample is a pair of events around one execution; its time is read back
- * by a later call (cudaEventQuery, no synchronisation). */
-#define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
-/* calls of other kinds after which an unfinished measurement is abandoned (its kind did not
- * come back: a one-off N), so that those kinds can be measured */
-#define TC_EXPLORE_IDLE_CALLS 32
-typedef struct {
-    int active;
-    tc_call_kind kind;      /* the kind being measured */
-    int ncand;
-    int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
-    int issued[4], done[4], dropped[4];
-    float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
-    int next;               /* candidate being sampled (its samples run back to back) */
-    int calls;              /* executions since the kind was first seen */
-    int idle;               /* calls of other kinds since this kind's last call */
-    cudaEvent_t ev[TC_EXPLORE_PAIRS][2];
-    int ev_cand[TC_EXPLORE_PAIRS]; /* 1 + candidate index of a pending sample; 0: free */
-    int nev;                /* pairs created */
-} tc_explore;
 
 #define TC_PLAN_MEASURED 8
 

@@ -105,3 +105,18 @@ int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_
     }
     return calls;
 }
+
+void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, double before,
+                          tcsparseMetcfStats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    if (d == NULL || tcsparseSpMatGetMetcfStats(h, d, st) != TCSPARSE_STATUS_SUCCESS) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    if (st->late_state != TCSPARSE_LATE_NONE)
+        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; build %.2f ms; %d calls; fastest call "
+               "%.4f ms caller's order, %.4f ms first-col)\n",
+               tc_bench_late_name(st->late_state), before, st->mean_nnz_per_block,
+               st->late_build_ms, st->late_calls, st->late_ms_caller, st->late_ms_ordered);
+}

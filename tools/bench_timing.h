@@ -30,6 +30,11 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
  * not. */
 /* A short name of a tcsparseLateState_t (late ordering's outcome) for tables and CSV. */
 const char *tc_bench_late_name(int state);
+/* Late ordering's outcome on d (NULL: no plan) after the settling calls: its statistics into
+ * *st (zeroed when they cannot be had), and one line printed when late ordering is in effect
+ * (before: the caller's order's nonzeros per block). */
+void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, double before,
+                          tcsparseMetcfStats_t *st);
 
 int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,
                           void *ctx, int v);

@@ -315,14 +315,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     free(ref);
     /* late ordering (the default): where the plain descriptor's plan ended after settling */
     tcsparseMetcfStats_t st_late;
-    memset(&st_late, 0, sizeof st_late);
-    if (have_plan && tcsparseSpMatGetMetcfStats(c.tc, c.tcC, &st_late) == TCSPARSE_STATUS_SUCCESS &&
-        st_late.late_state != TCSPARSE_LATE_NONE)
-        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; build %.2f ms; %d calls; fastest call "
-               "%.4f ms caller's order, %.4f ms first-col)\n",
-               tc_bench_late_name(st_late.late_state), st.mean_nnz_per_block,
-               st_late.mean_nnz_per_block, st_late.late_build_ms, st_late.late_calls,
-               st_late.late_ms_caller, st_late.late_ms_ordered);
+    tc_bench_late_report(c.tc, have_plan ? c.tcC : NULL, st.mean_nnz_per_block, &st_late);
     tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &c, c.e0, c.e1, vname);
     /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
     /* the automatic route's statistic (src/route_sddmm.c) */
