@@ -94,8 +94,8 @@ typedef enum {
     TCSPARSE_LATE_WAITING = 1,       /**< waiting for a kind of call to settle on tensor cores */
     TCSPARSE_LATE_TRIAL = 2,         /**< both plans held; calls are being timed */
     TCSPARSE_LATE_KEPT_ORDERED = 3,  /**< the ordered plan is kept: it was faster, or the
-                                      *   trial ended early (a capture, or its kind of call
-                                      *   stopped coming; late_ms_* then tell what was timed) */
+                                      *   trial ended early (a capture, or calls that could
+                                      *   not be timed; late_ms_* then tell what was timed) */
     TCSPARSE_LATE_KEPT_CALLER = 4,   /**< the caller's order was faster and is kept */
     TCSPARSE_LATE_NO_GAIN = 5,       /**< the ordering saves too few blocks: not timed */
     TCSPARSE_LATE_NOT_TRIED = 6      /**< given up: a stream capture before the trial (a

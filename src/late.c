@@ -178,12 +178,20 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         return;
     }
     if (!tc_call_kind_eq(&l->kind, k)) {
-        if (++l->idle > TC_LATE_IDLE_CALLS) {
-            tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
-            snprintf(l->note, sizeof l->note,
-                     "; ordering: first-col kept (the trial's kind of call stopped coming)");
+        if (++l->idle <= TC_LATE_IDLE_CALLS)
+            return;
+        /* the trial's kind stopped coming: the trial goes on with this call's kind (its
+         * calls settle on the ordered plan first, as the first kind's did) */
+        l->kind = *k;
+        l->sampling = 0;
+        l->issued = 0;
+        l->calls = 0;
+        tc_explore_abandon(&l->x);
+        for (int i = 0; i < 2; i++) {
+            l->x.done[i] = l->x.dropped[i] = 0;
+            l->x.best_ms[i] = -1.0f;
         }
-        return;
+        snprintf(l->note, sizeof l->note, "; ordering: trial moved to another kind of call");
     }
     l->idle = 0;
     if (++l->calls > TC_LATE_MAX_CALLS) {
@@ -368,6 +376,11 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
             l->x.ev_cand[l->sample] = 0;
             if (which >= 0)
                 l->untimed |= 1 << which;
+        } else if (st == TCSPARSE_STATUS_SUCCESS && dec->measuring) {
+            /* the plan was still measuring its route or kernels for this kind (a kind the
+             * caller's order's plan had not settled): not a sample, taken again later */
+            l->x.ev_cand[l->sample] = 0;
+            l->issued--;
         } else if (st != TCSPARSE_STATUS_SUCCESS ||
                    cudaEventRecord(l->x.ev[l->sample][1], h->stream) != cudaSuccess) {
             if (st == TCSPARSE_STATUS_SUCCESS)

@@ -25,8 +25,9 @@
 /* blocks the first-col plan must save, as a share of the caller's order's, to be timed
  * (TCSPARSE_REORDER_MIN_GAIN, a percentage, overrides it) */
 #define TC_LATE_MIN_GAIN 0.02
-/* calls of other kinds (or that cannot be timed: the interposer's) after which a trial whose
- * kind stopped coming ends, keeping the ordered plan */
+/* calls of other kinds after which a trial whose kind stopped coming moves to the kind of the
+ * next call (and the interposer's decide-only calls after which it ends, keeping the ordered
+ * plan) */
 #define TC_LATE_IDLE_CALLS 32
 /* calls of the trial's kind after which it ends anyway, keeping the ordered plan (the
  * ordered plan settles in about 10-20 calls, the samples take 6 more) */

@@ -7,8 +7,9 @@
  * business (no timing is asserted); TCSPARSE_LATE_* states, the plans held and the results
  * are.  Also: off by the environment and by the descriptor, no gain, a capture before and
  * during the trial, SetPointers during the trial, a cache too small for both plans, four
- * threads with their own handles and streams calling on one descriptor through a trial, and
- * an attention layer's SDDMM and SpMM taking turns on one descriptor. */
+ * threads with their own handles and streams calling on one descriptor through a trial, an
+ * attention layer's SDDMM and SpMM taking turns on one descriptor, and a trial whose kind of
+ * call stops coming. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -781,6 +782,52 @@ Test(gpu_late, attention_sddmm_then_spmm)
     free(outS);
     free(refH);
     free(outH);
+    sp_free(&s);
+    tcsparseDestroy(h);
+}
+
+/* The trial starts on one kind of call (SpMM, N = 16: settled on its second call) and that
+ * kind stops; SpMM calls of another N (64: tuned) follow.  After 32 of them the trial moves
+ * to that kind and decides on its timings: both plans timed, one plan left. */
+Test(gpu_late, trial_moves_to_the_kind_that_comes)
+{
+    TC_REQUIRE_GPU();
+    late_env();
+    tc_csr m;
+    grouped(4093, 101, &m);
+    sp_t s;
+    sp_make(&s, &m);
+    spmm_t c16, c64;
+    spmm_make(&c16, &s, 16, 102);
+    spmm_make(&c64, &s, 64, 103);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
+    spmm_until_trial(h, &c16, "N = 16");
+    int moved = 0, calls = 0, state = TCSPARSE_LATE_TRIAL;
+    for (; calls < 120 && state == TCSPARSE_LATE_TRIAL; calls++) {
+        cr_assert_eq(spmm_launch(h, &c64, 0, 1), 0, "%s", tcsparseGetLastErrorMessage());
+        spmm_check(&c64, "N = 64 during the trial");
+        tcsparseRouteInfo_t ri;
+        tcsparseGetLastRoute(h, &ri);
+        moved |= strstr(ri.reason, "; ordering: trial moved") != NULL;
+        state = stats_of(h, s.A).late_state;
+    }
+    const tcsparseMetcfStats_t st = stats_of(h, s.A);
+    cr_assert(moved, "the trial did not move to N = 64 (state %d after %d calls)", st.late_state,
+              calls);
+    cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED || st.late_state == TCSPARSE_LATE_KEPT_CALLER,
+              "state %d after %d calls", st.late_state, calls);
+    cr_assert_gt(st.late_ms_caller, 0.0f, "the caller's order's plan was not timed");
+    cr_assert_gt(st.late_ms_ordered, 0.0f, "the ordered plan was not timed");
+    cr_assert_eq(cached_plans(), 1);
+    for (int i = 0; i < 2; i++) { /* both kinds right on the plan kept */
+        cr_assert_eq(spmm_launch(h, i ? &c64 : &c16, 0, 1), 0);
+        spmm_check(i ? &c64 : &c16, "after the trial");
+    }
+    spmm_free(&c16);
+    spmm_free(&c64);
     sp_free(&s);
     tcsparseDestroy(h);
 }

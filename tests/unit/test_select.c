@@ -272,7 +272,8 @@ Test(select_note, predictions_reach_only_their_handle)
 
 static tc_reason_args sample_reason(int kind)
 {
-    tc_reason_args ra = {kind, 1, 0, 1, 8, 7, 132, 12.5, 20.31, 1.04, 1.10};
+    tc_reason_args ra = {kind, 1, 0, 1, 8, 7, 132, 12.5, 20.31, 1.04, 1.10, 0, 0.0,
+                         {0, 0, 0, 0}, 0};
     return ra;
 }
 
