@@ -313,9 +313,10 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     tc_late_note(h, tail);
 }
 
+/* noted: begin's note is already this call's reason tail (then no status tail of its own). */
 static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
                                 const struct tc_plan *ran, const tc_call_kind *k,
-                                const tc_decision *dec, tcsparseStatus_t st)
+                                const tc_decision *dec, tcsparseStatus_t st, int noted)
 {
     struct tc_late *l = &d->late;
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
@@ -354,6 +355,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     }
     if (!l->sampling && settled && ran == d->plan)
         l->sampling = 1;
+    if (noted)
+        return;
     char tail[80];
     if (!l->sampling)
         snprintf(tail, sizeof tail, "; ordering: trial, first-col plan measuring");
@@ -390,9 +393,12 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
         l->sample = -1;
     }
     l->pick_other = 0;
+    int noted = 0;
     if (l->note[0] != '\0') { /* decided by begin: the route reason is this call's now */
-        if (ran != NULL || st == TCSPARSE_STATUS_SUCCESS) /* else the reason is another call's */
+        if (ran != NULL || st == TCSPARSE_STATUS_SUCCESS) { /* else it is another call's */
             tc_late_note(h, l->note);
+            noted = 1;
+        }
         l->note[0] = '\0';
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
@@ -401,7 +407,7 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-    tc_late_end_relaxed(h, d, ran, k, dec, st);
+    tc_late_end_relaxed(h, d, ran, k, dec, st, noted);
     if (swapped)
         (void)cudaThreadExchangeStreamCaptureMode(&mode);
 }

@@ -815,8 +815,8 @@ Test(gpu_late, trial_moves_to_the_kind_that_comes)
         state = stats_of(h, s.A).late_state;
     }
     const tcsparseMetcfStats_t st = stats_of(h, s.A);
-    cr_assert(moved, "the trial did not move to N = 64 (state %d after %d calls)", st.late_state,
-              calls);
+    cr_assert(moved, "no call reported the trial's move to N = 64 (state %d after %d calls)",
+              st.late_state, calls);
     cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED || st.late_state == TCSPARSE_LATE_KEPT_CALLER,
               "state %d after %d calls", st.late_state, calls);
     cr_assert_gt(st.late_ms_caller, 0.0f, "the caller's order's plan was not timed");
