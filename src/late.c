@@ -119,6 +119,20 @@ static int tc_late_free_pair(struct tc_late *l)
     return pair;
 }
 
+/* The trial measures kind k from scratch: no sample, the ordered plan to settle first. */
+static void tc_late_trial_kind(struct tc_late *l, const tc_call_kind *k)
+{
+    l->kind = *k;
+    l->sampling = 0;
+    l->issued = l->idle = l->calls = 0;
+    l->untimed = 0;
+    tc_explore_abandon(&l->x);
+    for (int i = 0; i < 2; i++) {
+        l->x.done[i] = l->x.dropped[i] = 0;
+        l->x.best_ms[i] = -1.0f;
+    }
+}
+
 /* The trial ends: the current plan stays (the ordered one), the other is freed when no
  * capture is under way (else by a later call). */
 static void tc_late_end_trial(struct tc_late *l, int state)
@@ -182,15 +196,7 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
             return;
         /* the trial's kind stopped coming: the trial goes on with this call's kind (its
          * calls settle on the ordered plan first, as the first kind's did) */
-        l->kind = *k;
-        l->sampling = 0;
-        l->issued = 0;
-        l->calls = 0;
-        tc_explore_abandon(&l->x);
-        for (int i = 0; i < 2; i++) {
-            l->x.done[i] = l->x.dropped[i] = 0;
-            l->x.best_ms[i] = -1.0f;
-        }
+        tc_late_trial_kind(l, k);
         snprintf(l->note, sizeof l->note, "; ordering: trial moved to another kind of call");
     }
     l->idle = 0;
@@ -298,16 +304,8 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     l->other = cur;
     d->plan = p;
     l->state = TCSPARSE_LATE_TRIAL;
-    l->kind = *k;
-    l->sampling = 0;
-    l->issued = l->idle = 0;
-    l->calls = 1;
-    l->untimed = 0;
-    tc_explore_abandon(&l->x);
-    for (int i = 0; i < 2; i++) {
-        l->x.done[i] = l->x.dropped[i] = 0;
-        l->x.best_ms[i] = -1.0f;
-    }
+    tc_late_trial_kind(l, k);
+    l->calls = 1; /* this call, which built the plan */
     snprintf(tail, sizeof tail, "; ordering: trial, first-col built (%lld blocks, caller's order %lld, %.2f ms)",
              (long long)after, (long long)before, l->build_ms);
     tc_late_note(h, tail);

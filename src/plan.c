@@ -486,12 +486,7 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
 tcsparseStatus_t tc_plan_build_late(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
                                     struct tc_plan **out)
 {
-    struct tc_plan *p;
-    tcsparseStatus_t st = tc_plan_build(h, d, 1, &p);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    *out = p;
-    return TCSPARSE_STATUS_SUCCESS;
+    return tc_plan_build(h, d, 1, out); /* *out is written on success only */
 }
 
 tcsparseStatus_t tc_plan_cache_add(struct tcsparseSpMatDescr *d, struct tc_plan *p)
