@@ -143,7 +143,7 @@ extern "C" {
  *  the precision's bound). */
 typedef enum {
     /** The environment variable TCSPARSE_REORDER decides: late (also when unset), 0/off,
-     *  1/auto, always, or an ordering name (cluster, first-col, degree, minhash: that one,
+     *  1/auto, always, or an ordering name (cluster, first-col, degree, minhash, bfs: that one,
      *  forced). */
     TCSPARSE_REORDER_DEFAULT = 0,
     TCSPARSE_REORDER_OFF = 1,
@@ -167,7 +167,9 @@ typedef enum {
     TCSPARSE_ORDERING_CLUSTER = 1,   /**< DTC-SpMM's two-level MinHash LSH clustering */
     TCSPARSE_ORDERING_FIRST_COL = 2, /**< by first column, then degree */
     TCSPARSE_ORDERING_DEGREE = 3,    /**< by degree descending, then first column */
-    TCSPARSE_ORDERING_MINHASH = 4    /**< by one MinHash of the column set, then degree */
+    TCSPARSE_ORDERING_MINHASH = 4,   /**< by one MinHash of the column set, then degree */
+    TCSPARSE_ORDERING_BFS = 5        /**< breadth-first over rows and columns: rows close in
+                                      *   the graph close in the order (L2 locality of B) */
 } tcsparseOrdering_t;
 
 /** Sets the reordering of the descriptor's tensor-core plan; a change drops a plan already
@@ -177,18 +179,18 @@ tcsparseStatus_t tcsparseSpMatSetReorder(tcsparseConstSpMatDescr_t spMatDescr,
 tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t *mode);
 /** The orderings the descriptor's plan chooses from with AUTO or ALWAYS: a bit mask, bit k for
- *  tcsparseOrdering_t k (CLUSTER .. MINHASH); 0, the default, leaves it to the environment
- *  variable TCSPARSE_REORDER_ORDERINGS (default: all four).  First-col alone
+ *  tcsparseOrdering_t k (CLUSTER .. BFS); 0, the default, leaves it to the environment
+ *  variable TCSPARSE_REORDER_ORDERINGS (default: all five).  First-col alone
  *  (1u << TCSPARSE_ORDERING_FIRST_COL) on a CSR matrix is ordered on the GPU inside the plan
  *  build (milliseconds); the others on the host (seconds on 10M
  *  nonzeros).  An ordering named by TCSPARSE_REORDER still wins for a descriptor left at
  *  TCSPARSE_REORDER_DEFAULT.  A change drops a plan already built.  A mask naming no ordering
- *  (bit 0 alone) or a bit above MINHASH gives INVALID_VALUE. */
+ *  (bit 0 alone) or a bit above BFS gives INVALID_VALUE. */
 tcsparseStatus_t tcsparseSpMatSetReorderOrderings(tcsparseConstSpMatDescr_t spMatDescr,
                                                   unsigned orderings);
 tcsparseStatus_t tcsparseSpMatGetReorderOrderings(tcsparseConstSpMatDescr_t spMatDescr,
                                                   unsigned *orderings);
-/** "identity", "cluster", "first-col", "degree" or "minhash"; NULL when out of range. */
+/** "identity", "cluster", "first-col", "degree", "minhash" or "bfs"; NULL when out of range. */
 const char *tcsparseGetOrderingName(tcsparseOrdering_t ordering);
 
 #ifdef __cplusplus

@@ -23,11 +23,12 @@ enum {
     TC_ORD_FIRST_COL = 2, /* by first column, then degree */
     TC_ORD_DEGREE = 3,    /* by degree descending, then first column */
     TC_ORD_MINHASH = 4,   /* by one MinHash of the column set, then degree */
-    TC_ORD_COUNT = 5
+    TC_ORD_BFS = 5,       /* breadth-first over rows and columns (L2 locality of B) */
+    TC_ORD_COUNT = 6
 };
-#define TC_ORD_ALL_CANDIDATES 0x1eu /* every ordering but the identity */
+#define TC_ORD_ALL_CANDIDATES 0x3eu /* every ordering but the identity */
 
-/* Name of an ordering ("identity", "cluster", "first-col", "degree", "minhash"), "?" when
+/* Name of an ordering ("identity", "cluster", "first-col", "degree", "minhash", "bfs"), "?" when
  * out of range; tc_ordering_parse is its inverse (-1 when unknown). */
 const char *tc_ordering_name(int ordering);
 int tc_ordering_parse(const char *name);

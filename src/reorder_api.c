@@ -74,7 +74,7 @@ tcsparseStatus_t tcsparseSpMatSetReorderOrderings(tcsparseConstSpMatDescr_t spMa
                            (orderings & TC_ORD_ALL_CANDIDATES) == 0))
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSpMatSetReorderOrderings: mask 0x%x names no ordering or "
-                            "one past TCSPARSE_ORDERING_MINHASH (bits 1-4)", orderings);
+                            "one past TCSPARSE_ORDERING_BFS (bits 1-5)", orderings);
     set_setting(spMatDescr, &((struct tcsparseSpMatDescr *)spMatDescr)->reorder_orderings,
                 (int)(orderings & TC_ORD_ALL_CANDIDATES));
     return TCSPARSE_STATUS_SUCCESS;

@@ -26,7 +26,7 @@ static void usage(FILE *f)
           "of the CPU reference conversion.\n"
           "  --csv    one CSV line per input (after a header line)\n"
           "  --reorder  instead: mean nonzeros per 16x8 block and host time of every row\n"
-          "           ordering (identity, cluster, first-col, degree, minhash) and the one\n"
+          "           ordering (identity, cluster, first-col, degree, minhash, bfs) and the one\n"
           "           the plan would keep (TCSPARSE_REORDER_THREADS threads, default all\n"
           "           CPUs; TCSPARSE_REORDER_MIN_GAIN percent, default 10)\n"
           "  --help   this text\n"

@@ -336,10 +336,14 @@ Test(reorder, mode_from_environment_and_descriptor)
     cr_assert_eq(mask, fc, "the descriptor's list wins over the environment's");
     cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
     cr_assert_eq(o, fc);
+    const unsigned bfs = 1u << TCSPARSE_ORDERING_BFS;
+    cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, bfs), 0);
+    tc_reorder_mode(d, &mask);
+    cr_assert_eq(mask, bfs);
     cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, 1u | fc), 0); /* the caller's order: implied */
     cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
     cr_assert_eq(o, fc);
-    const unsigned bad[] = {1u, 1u << 5, fc | (1u << 5), 0x80000000u};
+    const unsigned bad[] = {1u, 1u << TC_ORD_COUNT, fc | (1u << TC_ORD_COUNT), 0x80000000u};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, bad[i]), TCSPARSE_STATUS_INVALID_VALUE,
                      "mask 0x%x accepted", bad[i]);
@@ -391,4 +395,48 @@ Test(reorder, hypersparse_columns_counted_densely)
         cr_assert_eq(res.blocks[k], 2, "%s", tc_ordering_name(k));
     cr_assert_neq(res.kept, TC_ORD_IDENTITY);
     tc_csr_free(&m);
+}
+
+/* A band whose rows are scrambled loses its blocks' sharing; the breadth-first order finds
+ * the band again: nearly as few blocks as the band as generated, and rows next to each other
+ * in the order next to each other in the band. */
+Test(reorder, bfs_restores_a_scrambled_band)
+{
+    tc_csr band, scr;
+    gen("banded:3001:3", &band);
+    int32_t *perm = malloc(sizeof *perm * (size_t)band.rows);
+    for (int64_t i = 0; i < band.rows; i++)
+        perm[i] = (int32_t)i;
+    uint64_t x = 12345;
+    for (int64_t i = band.rows - 1; i > 0; i--) { /* Fisher-Yates, a fixed LCG */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const int64_t j = (int64_t)((x >> 33) % (uint64_t)(i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    permute(&band, perm, &scr);
+    tc_rcsr a = view(&scr);
+    const int64_t b_band = reference_blocks(&band), b_scr = tc_reorder_count_blocks(&a, NULL, 2);
+    cr_assert_gt(b_scr, 2 * b_band, "the scrambled band: %lld blocks, the band %lld",
+                 (long long)b_scr, (long long)b_band);
+    int32_t *order = malloc(sizeof *order * (size_t)band.rows);
+    cr_assert_eq(tc_reorder_compute(&a, TC_ORD_BFS, order, 2), 0);
+    assert_permutation(order, scr.rows, "bfs");
+    const int64_t b_bfs = tc_reorder_count_blocks(&a, order, 2);
+    cr_assert_leq(4 * b_bfs, 5 * b_band, "bfs: %lld blocks, the band %lld", (long long)b_bfs,
+                  (long long)b_band);
+    /* neighbours in the order are neighbours in the band: a row's position in the order is
+     * within a few bandwidths of its position in the band, up to the search's direction */
+    int64_t far = 0;
+    for (int64_t i = 1; i < scr.rows; i++) {
+        const int64_t d = (int64_t)perm[order[i]] - (int64_t)perm[order[i - 1]];
+        far += d > 8 || d < -8;
+    }
+    cr_assert_lt(far, scr.rows / 50, "%lld of %lld consecutive rows far apart in the band",
+                 (long long)far, (long long)scr.rows);
+    free(order);
+    free(perm);
+    tc_csr_free(&band);
+    tc_csr_free(&scr);
 }
