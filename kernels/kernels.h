@@ -122,13 +122,13 @@ typedef struct {
 
 /* tc_convert_gpu (same arguments and results) after choosing a row ordering, when the
  * descriptor's reordering mode asks for one: the plan then has win_row.  With the mode OFF
- * or LATE it is exactly tc_convert_gpu.  late_ordered: late ordering's second plan instead
- * (first-col on the GPU, kept whatever it gains; NOT_SUPPORTED where
- * tc_reorder_late_applies is false).  A structure that is invalid is left to tc_convert_gpu
- * to report, unreordered. */
+ * or LATE it is exactly tc_convert_gpu.  late_ordering (a tcsparseOrdering_t, 0: none): late
+ * ordering's plan in that ordering instead, kept whatever it gains: first-col on the GPU,
+ * bfs on the host (NOT_SUPPORTED where tc_reorder_late_applies is false).  A structure that
+ * is invalid is left to tc_convert_gpu to report, unreordered. */
 tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
                                     const tc_convert_input *in, tc_dev_metcf *out,
-                                    tc_convert_extra *x, cudaStream_t stream, int late_ordered,
+                                    tc_convert_extra *x, cudaStream_t stream, int late_ordering,
                                     tc_reorder_info *info, char *err, size_t errlen);
 /* Whether late ordering can build its first-col plan on the GPU for this input (CSR within
  * the GPU ordering's limits). */

@@ -180,6 +180,10 @@ struct tcsparseSpMatDescr {
         int dev;
         double build_ms;
         int64_t caller_blocks;   /* blocks of the caller's order's plan */
+        /* rounds: 0 tries first-col against the caller's order, 1 bfs against the plan round
+         * 0 kept (late.c); the round's ordering, round 0's outcome, and the ordering of the
+         * plan kept (what a rebuild builds) */
+        int round, ordering, prev_state, kept_ordering;
         char note[128];          /* what this call's begin decided, for its route reason */
     } late;
     /* Unique per descriptor created (never 0): keys the handles' CSR_ALG3 workspaces, which

@@ -51,6 +51,57 @@ static void tc_late_note(tcsparseHandle_t h, const char *tail)
         fprintf(stderr, "tcsparse: late ordering%s\n", tail);
 }
 
+/* "the caller's order", or the name of the plan's ordering. */
+static const char *tc_late_plan_name(const struct tc_plan *p)
+{
+    const int o = p != NULL ? p->stats.reorder_ordering : TC_ORD_IDENTITY;
+    return o == TC_ORD_IDENTITY ? "the caller's order" : tc_ordering_name(o);
+}
+
+/* The state that describes the current plan once a trial has ended. */
+static int tc_late_kept_state(struct tcsparseSpMatDescr *d)
+{
+    const int o = d->plan != NULL ? d->plan->stats.reorder_ordering : TC_ORD_IDENTITY;
+    if (o != TC_ORD_IDENTITY)
+        d->late.kept_ordering = o;
+    return o != TC_ORD_IDENTITY ? TCSPARSE_LATE_KEPT_ORDERED : TCSPARSE_LATE_KEPT_CALLER;
+}
+
+/* Whether round 1 tries bfs for calls of kind k: a matrix of at most TC_LATE_BFS_MAX_NNZ
+ * nonzeros (the host's search, about 25 ms a million nonzeros with the copy) whose gathered
+ * rows of B (cols x N or K elements) do not fit in L2, where the order of the rows decides
+ * how many gathers hit there.  TCSPARSE_REORDER_LATE_BFS=0 never, 1 whatever B's size (tests
+ * and measurements). */
+static int tc_late_bfs_applies(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
+                               const tc_call_kind *k)
+{
+    const char *e = getenv("TCSPARSE_REORDER_LATE_BFS");
+    const int forced = e != NULL && e[0] != '\0' ? atoi(e) != 0 : -1;
+    if (forced == 0 || d->nnz <= 0 || d->nnz > TC_LATE_BFS_MAX_NNZ)
+        return 0;
+    if (forced == 1)
+        return 1;
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, h->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const double row = (double)k->n * (k->ab_type == TC_T_F32 ? 4.0 : 2.0);
+    return (double)d->cols * row > (double)l2;
+}
+
+/* A round has ended with state (its plan kept): round 1 follows round 0, started by the
+ * next settled tensor-core call (which decides whether it applies). */
+static void tc_late_round_done(struct tc_late *l, int state)
+{
+    l->state = state;
+    if (l->round == 0) {
+        l->round = 1;
+        l->prev_state = state;
+        l->state = TCSPARSE_LATE_WAITING;
+    }
+}
+
 /* Destroys the events (on their own device; those of a context that has ended since,
  * cudaDeviceReset, went with it) and forgets any pending sample. */
 static void tc_late_forget_events(struct tc_late *l)
@@ -86,9 +137,7 @@ void tc_late_trial_lost(struct tcsparseSpMatDescr *d)
 {
     struct tc_late *l = &d->late;
     tc_explore_abandon(&l->x);
-    l->state = d->plan != NULL && d->plan->stats.reorder_ordering != TCSPARSE_ORDERING_IDENTITY
-                   ? TCSPARSE_LATE_KEPT_ORDERED
-                   : TCSPARSE_LATE_KEPT_CALLER;
+    l->state = tc_late_kept_state(d);
 }
 
 void tc_late_stats(const struct tcsparseSpMatDescr *d, tcsparseMetcfStats_t *s)
@@ -142,30 +191,30 @@ static void tc_late_end_trial(struct tc_late *l, int state)
     l->sampling = 0;
 }
 
-/* Both plans timed: the faster stays current. */
+/* Both plans timed: the faster stays current (the round's plan, or the one set aside: the
+ * caller's order's in round 0, round 0's choice in round 1). */
 static void tc_late_decide(struct tcsparseSpMatDescr *d)
 {
     struct tc_late *l = &d->late;
     char *tail = l->note;
     const float *best = l->x.best_ms;
     const int both = l->x.done[0] > 0 && l->x.done[1] > 0;
+    const char *cand = tc_ordering_name(l->ordering), *prev = tc_late_plan_name(l->other);
     if (both && best[0] < best[1] && l->other != NULL) {
         struct tc_plan *ordered = d->plan;
         d->plan = l->other;
         l->other = ordered;
-        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_CALLER);
-        snprintf(tail, sizeof l->note, "; ordering: the caller's order kept (%.4f ms, first-col %.4f ms)",
-                 best[0], best[1]);
+        snprintf(tail, sizeof l->note, "; ordering: %s kept (%.4f ms, %s %.4f ms)", prev,
+                 best[0], cand, best[1]);
+    } else if (both) {
+        snprintf(tail, sizeof l->note, "; ordering: %s kept (%.4f ms, %s %.4f ms)", cand,
+                 best[1], prev, best[0]);
     } else {
-        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
-        if (both)
-            snprintf(tail, sizeof l->note,
-                     "; ordering: first-col kept (%.4f ms, caller's order %.4f ms)", best[1],
-                     best[0]);
-        else
-            snprintf(tail, sizeof l->note, "; ordering: first-col kept (samples lost)");
+        snprintf(tail, sizeof l->note, "; ordering: %s kept (samples lost)", cand);
     }
+    tc_late_end_trial(l, TCSPARSE_LATE_TRIAL);
     tc_plan_release(d, l->other); /* not capturing: checked by the caller */
+    tc_late_round_done(l, tc_late_kept_state(d));
 }
 
 static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
@@ -178,16 +227,18 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
     if (l->state != TCSPARSE_LATE_TRIAL)
         return;
     if (capturing) {
-        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED); /* the capture uses it */
-        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (a stream capture ended the trial)");
+        tc_late_end_trial(l, tc_late_kept_state(d)); /* the capture uses it */
+        snprintf(l->note, sizeof l->note, "; ordering: %s kept (a stream capture ended the trial)",
+                 tc_ordering_name(l->ordering));
         return;
     }
     if (h->decide_only) {
         /* the interposer asks where a call would go: nothing runs, nothing to time */
         if (++l->idle > TC_LATE_IDLE_CALLS) {
-            tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
+            tc_late_end_trial(l, tc_late_kept_state(d));
             snprintf(l->note, sizeof l->note,
-                     "; ordering: first-col kept (the trial's calls cannot be timed)");
+                     "; ordering: %s kept (the trial's calls cannot be timed)",
+                     tc_ordering_name(l->ordering));
         }
         return;
     }
@@ -203,9 +254,9 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
     if (++l->calls > TC_LATE_MAX_CALLS) {
         /* no progress (events that cannot be had or recorded, calls that never reach the
          * tensor cores): the trial ends rather than hold both plans */
-        tc_late_end_trial(l, TCSPARSE_LATE_KEPT_ORDERED);
-        snprintf(l->note, sizeof l->note, "; ordering: first-col kept (the trial took %d calls)",
-                 TC_LATE_MAX_CALLS);
+        tc_late_end_trial(l, tc_late_kept_state(d));
+        snprintf(l->note, sizeof l->note, "; ordering: %s kept (the trial took %d calls)",
+                 tc_ordering_name(l->ordering), TC_LATE_MAX_CALLS);
         return;
     }
     if (!l->sampling)
@@ -255,50 +306,70 @@ void tc_late_begin(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const tc_ca
         (void)cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
-/* The first call of the trial: the ordered plan is built and, with enough fewer blocks,
- * becomes current. */
+/* A round that could not run ends: round 0 with state, round 1 with round 0's outcome. */
+static void tc_late_not_run(struct tc_late *l, int state)
+{
+    l->state = l->round == 0 ? state : l->prev_state;
+}
+
+/* The first call of a round's trial: the round's plan is built and, with enough fewer blocks
+ * than the caller's order, becomes current; the current plan is set aside. */
 static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
                           const tc_call_kind *k)
 {
     struct tc_late *l = &d->late;
     struct tc_plan *cur = d->plan, *p = NULL;
-    char tail[140];
+    char tail[160];
+    if (l->round == 1 && !tc_late_bfs_applies(h, d, k)) {
+        l->state = l->prev_state; /* no note: nothing was tried */
+        return;
+    }
+    l->ordering = l->round == 0 ? TC_ORD_FIRST_COL : TC_ORD_BFS;
+    const char *name = tc_ordering_name(l->ordering);
     if (l->x.nev > 0 && l->ctx != tc_context_id())
         tc_late_forget_events(l); /* made for another device (or a context reset since) */
     const double t0 = tc_late_now_ms();
-    tcsparseStatus_t st = tc_plan_build_late(h, d, &p);
+    tcsparseStatus_t st = tc_plan_build_late(h, d, l->ordering, &p);
     l->build_ms = tc_late_now_ms() - t0;
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        snprintf(tail, sizeof tail, "; ordering: not tried (%.100s)", tcsparseGetLastErrorMessage());
+        snprintf(tail, sizeof tail, "; ordering: %s not tried (%.100s)", name,
+                 tcsparseGetLastErrorMessage());
         tc_error_clear(); /* the call itself succeeded */
-        l->state = TCSPARSE_LATE_NOT_TRIED;
+        tc_late_not_run(l, TCSPARSE_LATE_NOT_TRIED);
         tc_late_note(h, tail);
         return;
     }
-    const int64_t before = cur->dev.blocks, after = p->dev.blocks;
-    l->caller_blocks = before;
-    p->stats.reorder_nnz_per_block_before = cur->stats.mean_nnz_per_block;
+    if (l->round == 0)
+        l->caller_blocks = cur->dev.blocks;
+    const int64_t before = l->caller_blocks, after = p->dev.blocks;
+    if (before > 0)
+        p->stats.reorder_nnz_per_block_before = (double)cur->dev.nnz / (double)before;
     if ((double)after > (double)before * (1.0 - tc_late_min_gain())) {
         tc_plan_discard(p);
-        l->state = TCSPARSE_LATE_NO_GAIN;
-        snprintf(tail, sizeof tail, "; ordering: first-col not kept (%lld blocks, caller's order %lld)",
-                 (long long)after, (long long)before);
+        snprintf(tail, sizeof tail, "; ordering: %s not kept (%lld blocks, caller's order %lld)",
+                 name, (long long)after, (long long)before);
+        if (l->round == 0)
+            tc_late_round_done(l, TCSPARSE_LATE_NO_GAIN);
+        else
+            l->state = l->prev_state;
         tc_late_note(h, tail);
         return;
     }
     st = tc_plan_cache_add(d, p); /* frees p when it cannot fit */
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        snprintf(tail, sizeof tail, "; ordering: not tried (%.100s)", tcsparseGetLastErrorMessage());
+        snprintf(tail, sizeof tail, "; ordering: %s not tried (%.100s)", name,
+                 tcsparseGetLastErrorMessage());
         tc_error_clear();
-        l->state = TCSPARSE_LATE_NOT_TRIED;
+        tc_late_not_run(l, TCSPARSE_LATE_NOT_TRIED);
         tc_late_note(h, tail);
         return;
     }
     /* the cache may have evicted the current plan to make room */
     if (d->plan != cur) {
         tc_plan_release(d, p);
-        l->state = TCSPARSE_LATE_NOT_TRIED;
-        tc_late_note(h, "; ordering: not tried (no room for both plans)");
+        tc_late_not_run(l, TCSPARSE_LATE_NOT_TRIED);
+        snprintf(tail, sizeof tail, "; ordering: %s not tried (no room for both plans)", name);
+        tc_late_note(h, tail);
         return;
     }
     l->other = cur;
@@ -306,8 +377,13 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     l->state = TCSPARSE_LATE_TRIAL;
     tc_late_trial_kind(l, k);
     l->calls = 1; /* this call, which built the plan */
-    snprintf(tail, sizeof tail, "; ordering: trial, first-col built (%lld blocks, caller's order %lld, %.2f ms)",
-             (long long)after, (long long)before, l->build_ms);
+    if (l->round == 0)
+        snprintf(tail, sizeof tail, "; ordering: trial, %s built (%lld blocks, caller's order %lld, %.2f ms)",
+                 name, (long long)after, (long long)before, l->build_ms);
+    else
+        snprintf(tail, sizeof tail, "; ordering: trial, %s built (%lld blocks, caller's order %lld, %s %lld, %.2f ms)",
+                 name, (long long)after, (long long)before, tc_late_plan_name(cur),
+                 (long long)cur->dev.blocks, l->build_ms);
     tc_late_note(h, tail);
 }
 
@@ -320,11 +396,11 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
     if (l->state == TCSPARSE_LATE_WAITING) {
         if (ran == NULL || ran != d->plan || dec->path == TCSPARSE_PATH_CUSPARSE ||
-            h->decide_only)
+            h->decide_only || noted) /* noted: round 0 ended in this call; the next starts 1 */
             return;
         if (tc_stream_capturing(h->stream)) {
-            /* a graph now holds the caller's order's plan: it must not be freed */
-            l->state = TCSPARSE_LATE_NOT_TRIED;
+            /* a graph now holds the current plan: it must not be freed */
+            tc_late_not_run(l, TCSPARSE_LATE_NOT_TRIED);
             return;
         }
         /* not on the plan's first call, which has just built it */
@@ -337,18 +413,20 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     if (l->untimed != 0) {
         /* the interposer ran one plan's call on cuSPARSE itself: that plan's route is
          * cuSPARSE there, by the model; the plan whose calls stay on the tensor cores is kept */
-        const int caller = (l->untimed & 2) != 0;
-        if (caller && l->other != NULL) {
+        const int back = (l->untimed & 2) != 0; /* the round's plan went to cuSPARSE */
+        char tail[140];
+        const char *cand = tc_ordering_name(l->ordering), *prev = tc_late_plan_name(l->other);
+        snprintf(tail, sizeof tail, "; ordering: %s kept (%s's calls go to cuSPARSE)",
+                 back ? prev : cand, back ? cand : prev);
+        if (back && l->other != NULL) {
             struct tc_plan *ordered = d->plan;
             d->plan = l->other;
             l->other = ordered;
         }
-        tc_late_end_trial(l, caller ? TCSPARSE_LATE_KEPT_CALLER : TCSPARSE_LATE_KEPT_ORDERED);
+        tc_late_end_trial(l, TCSPARSE_LATE_TRIAL);
         tc_plan_release(d, l->other); /* a sample ran: not capturing */
-        tc_late_note(h, caller ? "; ordering: the caller's order kept (first-col's calls go to "
-                                 "cuSPARSE)"
-                               : "; ordering: first-col kept (the caller's order's calls go to "
-                                 "cuSPARSE)");
+        tc_late_round_done(l, tc_late_kept_state(d));
+        tc_late_note(h, tail);
         return;
     }
     if (!l->sampling && settled && ran == d->plan)
@@ -357,7 +435,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
         return;
     char tail[80];
     if (!l->sampling)
-        snprintf(tail, sizeof tail, "; ordering: trial, first-col plan measuring");
+        snprintf(tail, sizeof tail, "; ordering: trial, %s plan measuring",
+                 tc_ordering_name(l->ordering));
     else if (l->issued < 2 * TC_LATE_SAMPLES || tc_explore_pending(&l->x) > 0)
         snprintf(tail, sizeof tail, "; ordering: trial, sample %d of %d", l->issued,
                  2 * TC_LATE_SAMPLES);

@@ -11,6 +11,12 @@
  * measurement: no synchronisation for the samples, nothing recorded or built inside a stream
  * capture, every call computes the whole result.
  *
+ * Two rounds: round 0 tries first-col (built on the GPU) against the caller's order; round 1
+ * then tries bfs (reorder.c; built on the host) against the plan round 0 kept, where B's
+ * gathered rows do not fit in L2 and the matrix is small enough for the host's search
+ * (TC_LATE_BFS_MAX_NNZ).  Each round's plan must save TC_LATE_MIN_GAIN of the caller's order's
+ * blocks to be timed.  The state is TRIAL during either round and, between them, WAITING.
+ *
  * CUDA graphs: a captured call bakes in the plan it ran on, so a capture before the trial
  * gives it up (TCSPARSE_LATE_NOT_TRIED), and a capture during the trial ends it keeping the
  * ordered plan, which the capture used; the plan set aside is freed by the next uncaptured
@@ -32,6 +38,9 @@
 /* calls of the trial's kind after which it ends anyway, keeping the ordered plan (the
  * ordered plan settles in about 10-20 calls, the samples take 6 more) */
 #define TC_LATE_MAX_CALLS 64
+/* round 1's bfs is computed on the host inside the call that starts it: at most this many
+ * nonzeros (about 0.1 s; docs/performance.md, "Eighteenth session") */
+#define TC_LATE_BFS_MAX_NNZ (1ll << 22)
 
 /* Around one execution (SpMM or SDDMM) on sparse descriptor d, with the descriptor's lock
  * held: begin before the decision (it may set d->late.pick_other, so that tc_plan_get gives

@@ -420,7 +420,7 @@ static tcsparseStatus_t tc_cache_insert(struct tcsparseSpMatDescr *d, struct tc_
 }
 
 static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
-                                      int late_ordered, struct tc_plan **out);
+                                      int late_ordering, struct tc_plan **out);
 
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out)
@@ -471,7 +471,9 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     /* late ordering decided for the ordered plan: a rebuild (eviction, another device)
      * builds it directly */
     const int ordered = md->late.state == TCSPARSE_LATE_KEPT_ORDERED &&
-                        tc_reorder_mode(md, NULL) == TCSPARSE_REORDER_LATE;
+                                tc_reorder_mode(md, NULL) == TCSPARSE_REORDER_LATE
+                            ? md->late.kept_ordering
+                            : 0;
     struct tc_plan *p;
     st = tc_plan_build(h, md, ordered, &p);
     if (st != TCSPARSE_STATUS_SUCCESS)
@@ -484,9 +486,9 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
 }
 
 tcsparseStatus_t tc_plan_build_late(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
-                                    struct tc_plan **out)
+                                    int ordering, struct tc_plan **out)
 {
-    return tc_plan_build(h, d, 1, out); /* *out is written on success only */
+    return tc_plan_build(h, d, ordering, out); /* *out is written on success only */
 }
 
 tcsparseStatus_t tc_plan_cache_add(struct tcsparseSpMatDescr *d, struct tc_plan *p)
@@ -499,9 +501,10 @@ void tc_plan_discard(struct tc_plan *p)
     tc_plan_free(p);
 }
 
-/* Builds a plan of d (late_ordered: late ordering's first-col plan) outside the cache. */
+/* Builds a plan of d (late_ordering: late ordering's plan in that ordering, TC_ORD_*; 0: the
+ * descriptor's own setting) outside the cache. */
 static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
-                                      int late_ordered, struct tc_plan **out)
+                                      int late_ordering, struct tc_plan **out)
 {
     const struct tcsparseSpMatDescr *d = md;
     tcsparseStatus_t st;
@@ -534,7 +537,7 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
                             "(injected by TCSPARSE_FAULT_PLAN_ALLOC)");
     }
     tc_reorder_info rinfo; /* reorder.c: exactly tc_convert_gpu unless reordering is on */
-    st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, late_ordered, &rinfo, msg,
+    st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, late_ordering, &rinfo, msg,
                             sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         free(p);

@@ -82,13 +82,13 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d);
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out);
 
-/* Late ordering (late.c): the first-col plan of d built on the GPU outside the cache
- * (NOT_SUPPORTED where it cannot be ordered there); entering a built plan in the cache
+/* Late ordering (late.c): the plan of d in an ordering (TC_ORD_FIRST_COL: on the GPU; TC_ORD_BFS:
+ * on the host) built outside the cache (NOT_SUPPORTED where it cannot be ordered); entering a built plan in the cache
  * without making it d's current plan (NOT_SUPPORTED, p freed, when it cannot fit); freeing a
  * plan never cached; and freeing one of d's cached plans (current or late.other).  The
  * caller holds d->mu. */
 tcsparseStatus_t tc_plan_build_late(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
-                                    struct tc_plan **out);
+                                    int ordering, struct tc_plan **out);
 tcsparseStatus_t tc_plan_cache_add(struct tcsparseSpMatDescr *d, struct tc_plan *p);
 void tc_plan_discard(struct tc_plan *p);
 void tc_plan_release(struct tcsparseSpMatDescr *d, struct tc_plan *p);

@@ -1007,21 +1007,23 @@ int tc_reorder_late_applies(const tc_convert_input *in)
 
 tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
                                     const tc_convert_input *in, tc_dev_metcf *out,
-                                    tc_convert_extra *x, cudaStream_t stream, int late_ordered,
+                                    tc_convert_extra *x, cudaStream_t stream, int late_ordering,
                                     tc_reorder_info *info, char *err, size_t errlen)
 {
     unsigned mask = 0;
     memset(info, 0, sizeof *info);
     info->mode = tc_reorder_mode(d, &mask);
-    if (late_ordered) {
-        /* late ordering's second plan (late.c): first-col on the GPU, kept whatever it
-         * gains (the caller's order's plan already counted its blocks) */
-        if (!tc_reorder_late_applies(in)) {
-            snprintf(err, errlen, "late ordering: the matrix cannot be ordered on the GPU");
+    if (late_ordering != 0) {
+        /* late ordering's plan (late.c): first-col on the GPU or bfs on the host, kept
+         * whatever it gains (the caller's order's plan already counted its blocks) */
+        if (!tc_reorder_late_applies(in) ||
+            (late_ordering != TC_ORD_FIRST_COL && late_ordering != TC_ORD_BFS)) {
+            snprintf(err, errlen, "late ordering: the matrix cannot be ordered %s",
+                     late_ordering == TC_ORD_FIRST_COL ? "on the GPU" : "that way");
             return TCSPARSE_STATUS_NOT_SUPPORTED;
         }
         info->mode = TCSPARSE_REORDER_LATE;
-        mask = 1u << TC_ORD_FIRST_COL;
+        mask = 1u << late_ordering;
     } else if (info->mode == TCSPARSE_REORDER_LATE) {
         return tc_convert_gpu(in, out, x, stream, err, errlen); /* the caller's order first */
     }
@@ -1032,7 +1034,7 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     /* first-col alone, CSR: ordered on the GPU inside the conversion (the same permutation as
      * the host's, docs/reorder.md).  AUTO: counted against the caller's order and kept or
      * not; ALWAYS: kept, the caller's order not counted */
-    const int always = info->mode == TCSPARSE_REORDER_ALWAYS || late_ordered;
+    const int always = info->mode == TCSPARSE_REORDER_ALWAYS || late_ordering != 0;
     if (mask == (1u << TC_ORD_FIRST_COL) && tc_convert_can_order(in)) {
         tc_convert_input gin = *in;
         gin.gpu_order = TC_GPU_ORDER_FIRST_COL;
@@ -1053,7 +1055,7 @@ tcsparseStatus_t tc_reorder_convert(const struct tcsparseSpMatDescr *d,
     if (host_csr(in, stream, &ro, &col) == 0) {
         tc_rcsr a = {in->rows, in->cols, in->nnz, ro, col};
         tc_reorder_opts o = {.candidates = mask,
-                             .min_gain = info->mode == TCSPARSE_REORDER_ALWAYS ? -1.0 : tc_reorder_min_gain(),
+                             .min_gain = always ? -1.0 : tc_reorder_min_gain(),
                              .nthreads = tc_reorder_threads()};
         tc_reorder_result res;
         order = malloc(sizeof *order * (size_t)in->rows);

@@ -77,14 +77,20 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
 /* Whether ri is a call that was measuring: the route's paths or the kernel variants. */
 static int tc_bench_measuring(const tcsparseRouteInfo_t *ri)
 {
+    /* any ordering note: a round's decision may be followed by the next round's start */
     return strncmp(ri->reason, "exploring", 9) == 0 || strstr(ri->reason, "; tuning:") != NULL ||
-           strstr(ri->reason, "; ordering: trial") != NULL;
+           strstr(ri->reason, "; ordering: ") != NULL;
 }
 
-const char *tc_bench_late_name(int state)
+const char *tc_bench_late_name(const tcsparseMetcfStats_t *st)
 {
-    static const char *const names[] = {"none", "waiting", "trial", "first-col", "caller",
+    static const char *const names[] = {"none", "waiting", "trial", "ordered", "caller",
                                         "no-gain", "not-tried"};
+    const int state = st->late_state;
+    if (state == TCSPARSE_LATE_KEPT_ORDERED) { /* the ordering kept: first-col or bfs */
+        const char *n = tcsparseGetOrderingName((tcsparseOrdering_t)st->reorder_ordering);
+        return n != NULL ? n : "?";
+    }
     return state >= 0 && state < (int)(sizeof names / sizeof names[0]) ? names[state] : "?";
 }
 
@@ -94,7 +100,7 @@ int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_
     if (!tc_bench_measuring(ri))
         return 0;
     int calls = 1;
-    while (calls < 64) {
+    while (calls < 128) {
         if (run(ctx, v))
             break;
         ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -115,8 +121,8 @@ void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, doubl
         return;
     }
     if (st->late_state != TCSPARSE_LATE_NONE)
-        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; build %.2f ms; %d calls; fastest call "
-               "%.4f ms caller's order, %.4f ms first-col)\n",
-               tc_bench_late_name(st->late_state), before, st->mean_nnz_per_block,
-               st->late_build_ms, st->late_calls, st->late_ms_caller, st->late_ms_ordered);
+        printf("  late ordering: %s (nnz/blk %.2f -> %.2f; last round: build %.2f ms, %d calls, "
+               "fastest call %.4f ms on the plan set aside, %.4f ms on the round's)\n",
+               tc_bench_late_name(st), before, st->mean_nnz_per_block, st->late_build_ms,
+               st->late_calls, st->late_ms_caller, st->late_ms_ordered);
 }

@@ -24,12 +24,13 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
 /* The automatic route measures its candidate paths on the first calls of a kind of call
  * (src/route.c), every tensor-core path its kernel variants (src/tune.c), and late ordering
  * times two plans (src/late.c).  When the last call on h was one of those ("exploring",
- * "; tuning:" or "; ordering: trial" in ri->reason), runs variant v
- * again, synchronising after each run, until a call measures nothing, at most 64 calls; *ri
+ * "; tuning:" or "; ordering: " in ri->reason), runs variant v
+ * again, synchronising after each run, until a call measures nothing, at most 128 calls; *ri
  * is then the last route.  Returns the calls that were measuring, 0 when the last call was
  * not. */
-/* A short name of a tcsparseLateState_t (late ordering's outcome) for tables and CSV. */
-const char *tc_bench_late_name(int state);
+/* A short name of late ordering's outcome in st for tables and CSV: the ordering kept
+ * ("first-col", "bfs"), or the state ("caller", "no-gain", ...). */
+const char *tc_bench_late_name(const tcsparseMetcfStats_t *st);
 /* Late ordering's outcome on d (NULL: no plan) after the settling calls: its statistics into
  * *st (zeroed when they cannot be had), and one line printed when late ordering is in effect
  * (before: the caller's order's nonzeros per block). */

@@ -371,7 +371,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                     is_reordered(v) ? ord : "", is_reordered(v) ? st_r.reorder_ms : 0.0,
                     is_reordered(v) ? st_r.reorder_nnz_per_block_after : 0.0,
                     v == V_ROUTED ? explore_calls : 0,
-                    is_reordered(v) ? "" : tc_bench_late_name(st_late.late_state),
+                    is_reordered(v) ? "" : tc_bench_late_name(&st_late),
                     is_reordered(v) ? 0.0 : st_late.late_build_ms,
                     is_reordered(v) ? 0.0 : st_late.mean_nnz_per_block);
     }

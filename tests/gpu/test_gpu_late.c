@@ -8,8 +8,8 @@
  * are.  Also: off by the environment and by the descriptor, no gain, a capture before and
  * during the trial, SetPointers during the trial, a cache too small for both plans, four
  * threads with their own handles and streams calling on one descriptor through a trial, an
- * attention layer's SDDMM and SpMM taking turns on one descriptor, and a trial whose kind of
- * call stops coming. */
+ * attention layer's SDDMM and SpMM taking turns on one descriptor, a trial whose kind of
+ * call stops coming, and round 1 (bfs, built on the host, against round 0's choice). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -239,6 +239,7 @@ static int spmm_until_decided(tcsparseHandle_t h, spmm_t *c, int max, int *saw_t
 static void late_env(void)
 {
     unsetenv("TCSPARSE_REORDER"); /* the library's default: late */
+    unsetenv("TCSPARSE_REORDER_LATE_BFS"); /* round 1 by its rule: not on these small B */
     unsetenv("TCSPARSE_SELECT");
     unsetenv("TCSPARSE_ROUTE");
 }
@@ -830,4 +831,86 @@ Test(gpu_late, trial_moves_to_the_kind_that_comes)
     spmm_free(&c64);
     sp_free(&s);
     tcsparseDestroy(h);
+}
+
+/* Round 1, forced (TCSPARSE_REORDER_LATE_BFS=1: whatever B's size; by the rule these small
+ * B fit in L2 and round 1 is skipped, as every test above relies on): after first-col's round
+ * the bfs plan is built on the host and timed against the plan round 0 kept.  Every call
+ * right; one plan left; no ordering note once settled; after an eviction the plan kept is
+ * rebuilt in its ordering.  And with TCSPARSE_REORDER_LATE_BFS=0 no round 1. */
+Test(gpu_late, bfs_round)
+{
+    TC_REQUIRE_GPU();
+    late_env();
+    for (int forced = 1; forced >= 0; forced--) {
+        setenv("TCSPARSE_REORDER_LATE_BFS", forced ? "1" : "0", 1);
+        tc_csr m;
+        grouped(4093, 131, &m);
+        sp_t s;
+        sp_make(&s, &m);
+        spmm_t c;
+        spmm_make(&c, &s, 32, 132);
+        tcsparseHandle_t h;
+        cr_assert_eq(tcsparseCreate(&h), 0);
+        tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+        tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
+        const int64_t blocks_caller = stats_of(h, s.A).blocks;
+        int first = 0, bfs = 0, calls = 0, state = TCSPARSE_LATE_WAITING;
+        char label[64];
+        for (; calls < 160; calls++) {
+            snprintf(label, sizeof label, "bfs round (forced %d), call %d", forced, calls + 1);
+            cr_assert_eq(spmm_launch(h, &c, 0, 1), 0, "%s: %s", label, tcsparseGetLastErrorMessage());
+            spmm_check(&c, label);
+            tcsparseRouteInfo_t ri;
+            tcsparseGetLastRoute(h, &ri);
+            first |= strstr(ri.reason, "; ordering: trial, first-col built") != NULL;
+            bfs |= strstr(ri.reason, "; ordering: trial, bfs built") != NULL;
+            state = stats_of(h, s.A).late_state;
+            if ((bfs || (!forced && first)) && state != TCSPARSE_LATE_WAITING &&
+                state != TCSPARSE_LATE_TRIAL)
+                break;
+        }
+        const tcsparseMetcfStats_t st = stats_of(h, s.A);
+        cr_assert(first, "forced %d: round 0 never started (state %d)", forced, st.late_state);
+        cr_assert_eq(bfs, forced, "forced %d: round 1 %s", forced, bfs ? "ran" : "never started");
+        cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED ||
+                      st.late_state == TCSPARSE_LATE_KEPT_CALLER,
+                  "forced %d: state %d after %d calls", forced, st.late_state, calls + 1);
+        if (st.late_state == TCSPARSE_LATE_KEPT_ORDERED) {
+            cr_assert(st.reorder_ordering == TCSPARSE_ORDERING_FIRST_COL ||
+                          (forced && st.reorder_ordering == TCSPARSE_ORDERING_BFS),
+                      "ordering %d kept", st.reorder_ordering);
+            cr_assert_lt(st.blocks * 4, blocks_caller, "%lld blocks kept, %lld before",
+                         (long long)st.blocks, (long long)blocks_caller);
+        } else {
+            cr_assert_eq(st.reorder_ordering, TCSPARSE_ORDERING_IDENTITY);
+        }
+        cr_assert_gt(st.late_ms_caller, 0.0f, "the last round's plan set aside was not timed");
+        cr_assert_gt(st.late_ms_ordered, 0.0f, "the last round's plan was not timed");
+        cr_assert_eq(cached_plans(), 1, "forced %d: the other plan was not freed", forced);
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(spmm_launch(h, &c, 0, 1), 0);
+            spmm_check(&c, "settled");
+            tcsparseRouteInfo_t ri;
+            tcsparseGetLastRoute(h, &ri);
+            cr_assert(strstr(ri.reason, "ordering") == NULL, "settled: %s", ri.reason);
+        }
+        /* evicted (a one-byte cache), then rebuilt on the next call in the ordering kept */
+        setenv("TCSPARSE_CACHE_BYTES", "1", 1);
+        tc_plan_cache_reconfigure();
+        cr_assert_eq(cached_plans(), 0);
+        unsetenv("TCSPARSE_CACHE_BYTES");
+        tc_plan_cache_reconfigure();
+        cr_assert_eq(spmm_launch(h, &c, 0, 1), 0, "%s", tcsparseGetLastErrorMessage());
+        spmm_check(&c, "rebuilt");
+        const tcsparseMetcfStats_t re = stats_of(h, s.A);
+        cr_assert_eq(re.reorder_ordering, st.reorder_ordering, "rebuilt in ordering %d, kept %d",
+                     re.reorder_ordering, st.reorder_ordering);
+        cr_assert_eq(re.blocks, st.blocks);
+        cr_assert_eq(re.late_state, st.late_state);
+        spmm_free(&c);
+        sp_free(&s);
+        tcsparseDestroy(h);
+    }
+    unsetenv("TCSPARSE_REORDER_LATE_BFS");
 }
