@@ -90,12 +90,14 @@ static int tc_late_bfs_applies(tcsparseHandle_t h, const struct tcsparseSpMatDes
     return (double)d->cols * row > (double)l2;
 }
 
-/* A round has ended with state (its plan kept): round 1 follows round 0, started by the
- * next settled tensor-core call (which decides whether it applies). */
-static void tc_late_round_done(struct tc_late *l, int state)
+/* A round has ended with state (its plan kept): round 1 follows round 0 where it applies to
+ * the trial's kind of call, started by the next settled tensor-core call (which checks again
+ * for its own kind). */
+static void tc_late_round_done(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, int state)
 {
+    struct tc_late *l = &d->late;
     l->state = state;
-    if (l->round == 0) {
+    if (l->round == 0 && tc_late_bfs_applies(h, d, &l->kind)) {
         l->round = 1;
         l->prev_state = state;
         l->state = TCSPARSE_LATE_WAITING;
@@ -193,7 +195,7 @@ static void tc_late_end_trial(struct tc_late *l, int state)
 
 /* Both plans timed: the faster stays current (the round's plan, or the one set aside: the
  * caller's order's in round 0, round 0's choice in round 1). */
-static void tc_late_decide(struct tcsparseSpMatDescr *d)
+static void tc_late_decide(tcsparseHandle_t h, struct tcsparseSpMatDescr *d)
 {
     struct tc_late *l = &d->late;
     char *tail = l->note;
@@ -214,7 +216,7 @@ static void tc_late_decide(struct tcsparseSpMatDescr *d)
     }
     tc_late_end_trial(l, TCSPARSE_LATE_TRIAL);
     tc_plan_release(d, l->other); /* not capturing: checked by the caller */
-    tc_late_round_done(l, tc_late_kept_state(d));
+    tc_late_round_done(h, d, tc_late_kept_state(d));
 }
 
 static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
@@ -264,7 +266,7 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
     tc_explore_harvest(&l->x);
     if (l->issued >= 2 * TC_LATE_SAMPLES) {
         if (tc_explore_pending(&l->x) == 0)
-            tc_late_decide(d);
+            tc_late_decide(h, d);
         return;
     }
     const int pair = tc_late_free_pair(l);
@@ -348,8 +350,10 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
         tc_plan_discard(p);
         snprintf(tail, sizeof tail, "; ordering: %s not kept (%lld blocks, caller's order %lld)",
                  name, (long long)after, (long long)before);
-        if (l->round == 0)
-            tc_late_round_done(l, TCSPARSE_LATE_NO_GAIN);
+        if (l->round == 0) {
+            l->kind = *k; /* the kind round 1 is judged for */
+            tc_late_round_done(h, d, TCSPARSE_LATE_NO_GAIN);
+        }
         else
             l->state = l->prev_state;
         tc_late_note(h, tail);
@@ -425,7 +429,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
         }
         tc_late_end_trial(l, TCSPARSE_LATE_TRIAL);
         tc_plan_release(d, l->other); /* a sample ran: not capturing */
-        tc_late_round_done(l, tc_late_kept_state(d));
+        tc_late_round_done(h, d, tc_late_kept_state(d));
         tc_late_note(h, tail);
         return;
     }
