@@ -301,13 +301,13 @@ __device__ __forceinline__ void short_sync()
 }
 
 template <bool kPlace, int kKind, bool kOrd = false>
-__global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)
-    window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
-                 int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
-                 int stage_cap, const int32_t *perm_in, const int64_t *pro,
-                 const int *ordered, int32_t *nblk,
-                 int2 *crange, const int32_t *win_off, int32_t *blk_col, int32_t *blk_off,
-                 unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags)
+__device__ __forceinline__ void
+    window_local_one(const int32_t w, const void *off, int off64, const void *idx, int idx64,
+                     int64_t rows, int64_t cols, int64_t nnz, int base, int32_t windows,
+                     int64_t bub, int wmax, int stage_cap, const int32_t *perm_in,
+                     const int64_t *pro, const int *ordered, int32_t *nblk, int2 *crange,
+                     const int32_t *win_off, int32_t *blk_col, int32_t *blk_off, unsigned *occ,
+                     uint8_t *blk_pos, int32_t *val_idx, int *flags)
 {
     constexpr bool kLong = kKind != kShortKind; // the long windows' code and block size
     constexpr int NT = kLong ? kLongThreads : kShortThreads;
@@ -328,7 +328,6 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     // (stage_cap bytes)
     extern __shared__ unsigned smem[];
     const int t = threadIdx.x;
-    const int32_t w = blockIdx.x;
     // Rows ordered on the GPU (kOrd kernels only, so that the others are compiled as if the
     // order did not exist): when perm_in is given and, with `ordered`, the order was taken.
     const int32_t *perm =
@@ -663,6 +662,79 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
     }
 }
 
+// The window offsets a window_local pass reads (clamped into [0, nnz]), row r (at most rows).
+template <bool kOrd>
+__device__ __forceinline__ int64_t window_row_offset(const void *off, int off64, int64_t rows,
+                                                     int64_t nnz, int base,
+                                                     const int32_t *perm, const int64_t *pro,
+                                                     int64_t r)
+{
+    r = r < rows ? r : rows;
+    const int64_t v = kOrd && perm != nullptr ? pro[r] : ld_any(off, off64, r) - base;
+    return v < 0 ? 0 : v > nnz ? nnz : v;
+}
+
+// The long windows of a pass (more than kShortMax nonzeros, as window_local_one decides),
+// listed for the long kernel: list[lq[0]++] (in no particular order: each window is converted
+// on its own).  One thread a window.
+template <bool kOrd = false>
+__global__ void __launch_bounds__(256)
+    find_long_windows(const void *off, int off64, int64_t rows, int64_t nnz, int base,
+                      int32_t windows, const int32_t *perm_in, const int64_t *pro,
+                      const int *ordered, int32_t *list, int *lq)
+{
+    const int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= windows)
+        return;
+    const int32_t *perm =
+        kOrd && perm_in != nullptr && (ordered == nullptr || *ordered) ? perm_in : nullptr;
+    const int64_t s = window_row_offset<kOrd>(off, off64, rows, nnz, base, perm, pro, w * 16),
+                  e = window_row_offset<kOrd>(off, off64, rows, nnz, base, perm, pro, w * 16 + 16);
+    if (e - s > kShortMax)
+        list[atomicAdd(&lq[0], 1)] = (int32_t)w;
+}
+
+// A window_local pass: one window a thread block for the short kinds (kShortKind, kBothKind);
+// the long kind (kLongKind) persistent: its thread blocks take the windows find_long_windows
+// listed (list[0 .. lq[0]), lq[1] counting those taken) one after another.  Launched over
+// every window, the long kernel's thread blocks found their window short and left at once,
+// but each held the long kernel's shared memory (its bitmap is sized by the columns, up to
+// 64 KiB: 3 thread blocks an SM): on mdual (16,161 windows, none long) its two launches took
+// 44 and 64 us of GPU time in a 0.3 ms build (docs/performance.md, "Eighteenth session").
+template <bool kPlace, int kKind, bool kOrd = false>
+__global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)
+    window_local(const void *off, int off64, const void *idx, int idx64, int64_t rows,
+                 int64_t cols, int64_t nnz, int base, int32_t windows, int64_t bub, int wmax,
+                 int stage_cap, const int32_t *perm_in, const int64_t *pro,
+                 const int *ordered, int32_t *nblk,
+                 int2 *crange, const int32_t *win_off, int32_t *blk_col, int32_t *blk_off,
+                 unsigned *occ, uint8_t *blk_pos, int32_t *val_idx, int *flags,
+                 const int32_t *long_list, int *lq)
+{
+    if constexpr (kKind == kLongKind) {
+        __shared__ int taken;
+        const int n = *reinterpret_cast<volatile int *>(&lq[0]); // find_long_windows ran before
+        for (;;) {
+            if (threadIdx.x == 0)
+                taken = atomicAdd(&lq[1], 1);
+            __syncthreads();
+            const int i = taken;
+            if (i >= n)
+                return; // uniform over the block
+            window_local_one<kPlace, kKind, kOrd>(
+                long_list[i], off, off64, idx, idx64, rows, cols, nnz, base, windows, bub, wmax,
+                stage_cap, perm_in, pro, ordered, nblk, crange, win_off, blk_col, blk_off, occ,
+                blk_pos, val_idx, flags);
+            __syncthreads(); // every thread is done with the window's shared memory (and taken)
+        }
+    } else {
+        window_local_one<kPlace, kKind, kOrd>(
+            (int32_t)blockIdx.x, off, off64, idx, idx64, rows, cols, nnz, base, windows, bub,
+            wmax, stage_cap, perm_in, pro, ordered, nblk, crange, win_off, blk_col, blk_off, occ,
+            blk_pos, val_idx, flags);
+    }
+}
+
 // Exclusive scan of n block counts into out[0..n] (out[n]: the total) by one thread block,
 // for the window offsets when windows are few (at most kSmallScanMax): one launch where
 // CUB's scan costs two and its host-side queries, on the path to the placing pass (on
@@ -705,6 +777,9 @@ struct summary {
     // order (choose_order)
     long long blocks_id;
     int ordered;
+    // window_local's long windows, per pass (counting, counting the caller's order, placing):
+    // how many find_long_windows listed, and how many the long kernel has taken
+    int lq[3][2];
 };
 
 // The summary cleared and the offsets (if any) checked by one thread block, for at most

@@ -9,6 +9,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include "../kernels.h"
+#include "../occupancy_cache.cuh"
 #include "convert_kernel.cuh"
 
 namespace {
@@ -347,7 +348,8 @@ bool local_ready()
                               (const void *)tc::window_stats,
                               (const void *)tc::write_chunks,
                               (const void *)tc::window_local<false, tc::kShortKind>,
-                              (const void *)tc::window_local<true, tc::kShortKind>};
+                              (const void *)tc::window_local<true, tc::kShortKind>,
+                              (const void *)tc::find_long_windows<false>};
         for (const void *f : more) {
             cudaFuncAttributes a{};
             (void)cudaFuncGetAttributes(&a, f);
@@ -416,6 +418,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     unsigned long long *k0, *k1, *packed, *pscan;
     int32_t *v0, *v1, *head, *dist, *nblk, *dfirst, *split;
     int2 *crange;
+    int32_t *long_list = nullptr; // window_local's long windows (find_long_windows)
     unsigned *occ;
     tc_chunk *chunks;
     summary *sum;
@@ -626,7 +629,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         cub_bytes = cub_bytes > d ? cub_bytes : d;
         const size_t n = local ? 0 : (size_t)nnz, w1 = (size_t)windows + 1;
         const size_t total = 2 * align16(8 * n) + 4 * align16(4 * n) + align16(16 * (size_t)bub) +
-                             2 * align16(4 * w1) + (small_sched ? 1 : 3) * align16(8 * w1) +
+                             3 * align16(4 * w1) + (small_sched ? 1 : 3) * align16(8 * w1) +
                              align16(sizeof(summary)) +
                              align16(cub_bytes) + 16 +
                              (gkeys ? 2 * align16(8 * ((size_t)M + 1)) + 2 * align16(4 * (size_t)M)
@@ -645,6 +648,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         occ = x.take<unsigned>(16 * (size_t)bub);
         nblk = x.take<int32_t>(4 * w1);
         crange = x.take<int2>(local ? 8 * w1 : 0);
+        long_list = x.take<int32_t>(local ? 4 * w1 : 0);
         dfirst = x.take<int32_t>(4 * w1);
         packed = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
         pscan = x.take<unsigned long long>(small_sched ? 0 : 8 * w1);
@@ -701,21 +705,44 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         // writes nblk and crange, the placing pass the plan (staging long windows' output in
         // stage_cap nonzeros).
         const bool both = windows <= kBothMaxWindows && local_smem <= kBothMaxBitmap;
+        int pass = 0; // the summary's long-window counters of each pass (lq)
         auto local_pass = [&](auto place) {
             constexpr bool kPlace = decltype(place)::value;
             const int cap = kPlace ? stage_cap : 0;
             const size_t smem = local_smem + 5 * (size_t)cap;
+            int *lq = sum->lq[pass < 3 ? pass : 2];
+            pass++;
+            const int *ord = kPlace && !galways ? &sum->ordered : nullptr;
             auto go = [&](auto kind, int threads, size_t bytes) {
                 constexpr int kKind = decltype(kind)::value;
                 auto kernel = perm != nullptr ? window_local<kPlace, kKind, true>
                                               : window_local<kPlace, kKind>;
-                kernel<<<windows, threads, bytes, s>>>(
+                unsigned grid = (unsigned)windows;
+                if (kKind == kLongKind) {
+                    // the long windows listed, then as many persistent thread blocks as fit
+                    // (at most one a window)
+                    auto find = perm != nullptr ? find_long_windows<true> : find_long_windows<false>;
+                    find<<<grid_for(windows, T), T, 0, s>>>(in->offsets, in->offsets_64,
+                                                            in->rows, nnz, in->base, windows,
+                                                            perm, pro, ord, long_list, lq);
+                    int per_sm = 0;
+                    if (cached_occupancy(&per_sm, (const void *)kernel, threads, bytes) !=
+                            cudaSuccess ||
+                        per_sm < 1) {
+                        (void)cudaGetLastError();
+                        per_sm = 1;
+                    }
+                    const int64_t fit = (int64_t)per_sm * (xo->sm_count > 0 ? xo->sm_count : 1);
+                    grid = (unsigned)(fit < windows ? fit : windows);
+                }
+                kernel<<<grid, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
-                    nnz, in->base, windows, bub, wmax, cap, perm, pro,
-                    kPlace && !galways ? &sum->ordered : nullptr, kPlace ? nullptr : nblk, crange,
+                    nnz, in->base, windows, bub, wmax, cap, perm, pro, ord,
+                    kPlace ? nullptr : nblk, crange,
                     kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
-                    kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags);
+                    kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags,
+                    long_list, lq);
             };
             if (both) {
                 go(std::integral_constant<int, kBothKind>(), kLongThreads, smem);
