@@ -75,7 +75,7 @@ typedef struct {
     int32_t force_chunk;      /* > 0: this chunk length (TCSPARSE_CHUNK_BLOCKS) */
     size_t keep_scratch;      /* bytes of conversion scratch the device may keep pooled */
     int method;               /* 0: window-local for CSR with no row permutation and at most
-                               * 2^19 columns, the sort otherwise; 1: always the sort
+                               * 2^18 columns, the sort otherwise; 1: always the sort
                                * (TCSPARSE_CONVERT_SORT=1; the tests compare both) */
     /* out */
     int used_local;           /* the window-local path ran (else the sort) */

@@ -247,11 +247,7 @@ __global__ void place_values(const unsigned long long *keys, const int32_t *vals
 constexpr int kShortThreads = 64, kShortItems = 4; // short windows: at most 256 nonzeros
 constexpr int kShortMax = kShortThreads * kShortItems;
 constexpr int kLongThreads = 512; // 1024 measured slower on the BlogCatalog replicas and mdual
-// long windows' bitmap and prefix counts: 128 KiB (2^18 before the long kernel was
-// persistent, when every thread block held it: NotreDame_www, 325,729 columns, took the sort,
-// 0.30 ms against mdual's 0.22-0.25 window by window; docs/performance.md, "Eighteenth
-// session")
-constexpr int64_t kLocalMaxCols = 1 << 19;
+constexpr int64_t kLocalMaxCols = 1 << 18; // long windows' bitmap and prefix counts: 64 KiB
 constexpr int kLocalOccBlocks = 1024;      // long windows' occupancy in shared memory (20 KiB)
 
 struct MinOp {
@@ -702,8 +698,8 @@ __global__ void __launch_bounds__(256)
 // the long kind (kLongKind) persistent: its thread blocks take the windows find_long_windows
 // listed (list[0 .. lq[0]), lq[1] counting those taken) one after another.  Launched over
 // every window, the long kernel's thread blocks found their window short and left at once,
-// but each held the long kernel's shared memory (its bitmap is sized by the columns, 64 KiB
-// at mdual's 258,569: 3 thread blocks an SM): on mdual (16,161 windows, none long) its two launches took
+// but each held the long kernel's shared memory (its bitmap is sized by the columns, up to
+// 64 KiB: 3 thread blocks an SM): on mdual (16,161 windows, none long) its two launches took
 // 44 and 64 us of GPU time in a 0.3 ms build (docs/performance.md, "Eighteenth session").
 template <bool kPlace, int kKind, bool kOrd = false>
 __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads)

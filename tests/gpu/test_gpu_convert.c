@@ -156,8 +156,8 @@ static void compare_plan(const tc_dev_metcf *g, const tc_metcf *ref, const int64
 /* Rows ordered first-col on the GPU inside the conversion (CSR): the plan must be the CPU
  * reference's for the rows in the host's first-col order (the same permutation,
  * tc_reorder_compute), val_idx still the caller's positions, and win_row that permutation
- * padded with -1.  Variants, on the window-local path (at most 2^19 columns) and through the
- * sort (forced, or past 2^19 columns): the order always taken; a gain of 0 asked for (kept
+ * padded with -1.  Variants, on the window-local path (at most 2^18 columns) and through the
+ * sort (forced, or past 2^18 columns): the order always taken; a gain of 0 asked for (kept
  * when it has at most the caller's order's blocks); a gain of 99.9% (refused: the plan is the
  * unordered one, without win_row).  The caller's order is counted only where a gain is asked
  * for. */
@@ -189,7 +189,7 @@ static void compare_gpu_ordered(const tc_csr *m, const tc_metcf *plain, const vo
                            .offsets = d_off, .indices = d_idx, .offsets_64 = is64,
                            .indices_64 = is64, .base = base,
                            .gpu_order = TC_GPU_ORDER_FIRST_COL, .gpu_order_min_gain = -1.0};
-    const int local = m->cols <= (1 << 19);
+    const int local = m->cols <= (1 << 18);
     cr_assert(tc_convert_can_order(&in), "%s: not ordered on the GPU", name);
     for (int variant = local ? 0 : 3; variant < 6; variant++) {
         /* 0-2 window by window, 3-5 through the sort; forced, a gain of 0, a gain of 99.9% */
@@ -264,7 +264,7 @@ static void compare(const tc_csr *m, tcsparseFormat_t fmt, int is64, int base, c
                      "%s (method %d): GPU: %s", name, method, err);
         /* the path compared is the one meant (the window-local one on the H100 where it
          * applies) */
-        if (method == 1 || fmt != TCSPARSE_FORMAT_CSR || m->cols > (1 << 19) || m->nnz == 0)
+        if (method == 1 || fmt != TCSPARSE_FORMAT_CSR || m->cols > (1 << 18) || m->nnz == 0)
             cr_assert(!x.used_local, "%s (method %d): the window-local path ran", name, method);
         else
             cr_assert(x.used_local, "%s: the sort ran, not the window-local path", name);
@@ -321,8 +321,8 @@ static void reverse_rows(tc_csr *m)
         }
 }
 
-/* The window-local path's limits: 2^19 columns (its largest bitmap: 128 KiB) and one past it
- * (the sort), 2^18 columns (the limit before), 160000 columns (static and dynamic shared memory above the default 48 KiB), windows
+/* The window-local path's limits: 2^18 columns (its largest bitmap) and one past it (the
+ * sort), 160000 columns (static and dynamic shared memory above the default 48 KiB), windows
  * of 32000 nonzeros over the whole column range (occupancy in global memory), windows of
  * exactly 256 nonzeros (the longest short ones), dense windows, columns unsorted within
  * rows, 8750 windows, and the window offsets' two scans: 65535 windows (the last taken by one
@@ -331,14 +331,12 @@ static void reverse_rows(tc_csr *m)
  * windows of 1024 nonzeros on average, some staged and the longest not.  Up to 4096 windows
  * one kernel takes both kinds; 4375 windows of 320 nonzeros (staged) and R-MAT's 8192 windows
  * of every length take the long and the short kernels.  The schedule: 4095 windows (one thread
- * block, schedule_small) and 4096 (three kernels).  The long kernel is persistent over the
- * long windows a pass lists: 4375 windows of 48 nonzeros over 400000 columns list none. */
+ * block, schedule_small) and 4096 (three kernels). */
 Test(gpu_convert, window_local_limits)
 {
     TC_REQUIRE_GPU();
-    static const char *specs[] = {"uniform:3000:524288:40", "uniform:3000:524289:40",
-                                  "uniform:50:524288:2000", "uniform:3000:262145:40",
-                                  "uniform:70000:400000:3", "blocks:4000:16:200",
+    static const char *specs[] = {"uniform:3000:262144:40", "uniform:3000:262145:40",
+                                  "uniform:50:262144:2000", "blocks:4000:16:200",
                                   "rmat:12:8", "uniform:333:100:60", "uniform:1600:5000:16",
                                   "uniform:2000:160000:40", "banded:4000:8",
                                   "uniform:140000:1000:3", "uniform:1048560:1000:1",
