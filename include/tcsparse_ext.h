@@ -79,13 +79,18 @@ typedef struct {
                                           *   when not counted (first-col forced on CSR: ordered
                                           *   on the GPU, docs/reorder.md) */
     double reorder_nnz_per_block_after;  /**< with the ordering kept */
-    /* Late ordering (TCSPARSE_REORDER_LATE): where it stands for this descriptor. */
+    /* Late ordering (TCSPARSE_REORDER_LATE): where it stands for this descriptor.  Two
+     * rounds (docs/reorder.md): first-col against the caller's order, then, where B's
+     * gathered rows overflow L2, bfs against the plan the first kept; the fields below are
+     * the latest round's, and between the rounds the state is WAITING again. */
     int32_t late_state;          /**< tcsparseLateState_t */
     int32_t late_calls;          /**< executions the trial took (build to decision) */
-    double late_build_ms;        /**< host wall time of the ordered plan's build */
-    float late_ms_caller;        /**< fastest timed call on the caller's order's plan (< 0:
+    double late_build_ms;        /**< host wall time of the round's plan's build */
+    float late_ms_caller;        /**< fastest timed call on the plan set aside: the caller's
+                                  *   order's in round 0, round 0's choice in round 1 (< 0:
                                   *   none) */
-    float late_ms_ordered;       /**< fastest timed call on the ordered plan (< 0: none) */
+    float late_ms_ordered;       /**< fastest timed call on the round's ordered plan (< 0:
+                                  *   none) */
 } tcsparseMetcfStats_t;
 
 /** Where late ordering stands for a descriptor (tcsparseMetcfStats_t::late_state). */
@@ -93,7 +98,8 @@ typedef enum {
     TCSPARSE_LATE_NONE = 0,          /**< not in effect (another reorder mode, not CSR, ...) */
     TCSPARSE_LATE_WAITING = 1,       /**< waiting for a kind of call to settle on tensor cores */
     TCSPARSE_LATE_TRIAL = 2,         /**< both plans held; calls are being timed */
-    TCSPARSE_LATE_KEPT_ORDERED = 3,  /**< the ordered plan is kept: it was faster, or the
+    TCSPARSE_LATE_KEPT_ORDERED = 3,  /**< an ordered plan is kept (reorder_ordering: which):
+                                      *   it was faster, or the
                                       *   trial ended early (a capture, or calls that could
                                       *   not be timed; late_ms_* then tell what was timed) */
     TCSPARSE_LATE_KEPT_CALLER = 4,   /**< the caller's order was faster and is kept */

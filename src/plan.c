@@ -468,9 +468,13 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     }
     tc_plan_drop(md);
     md->plan_refused = 0;
-    /* late ordering decided for the ordered plan: a rebuild (eviction, another device)
-     * builds it directly */
-    const int ordered = md->late.state == TCSPARSE_LATE_KEPT_ORDERED &&
+    /* late ordering decided for an ordered plan: a rebuild (eviction, another device) builds
+     * it directly; also while round 1 waits to start or (tc_plan_drop made it WAITING)
+     * was under way, when round 0's outcome is what stands */
+    const int late_state = md->late.round == 1 && md->late.state == TCSPARSE_LATE_WAITING
+                               ? md->late.prev_state
+                               : md->late.state;
+    const int ordered = late_state == TCSPARSE_LATE_KEPT_ORDERED &&
                                 tc_reorder_mode(md, NULL) == TCSPARSE_REORDER_LATE
                             ? md->late.kept_ordering
                             : 0;

@@ -591,11 +591,18 @@ static int32_t *dense_columns(const tc_rcsr *a, int64_t *ncols);
 static int order_bfs(const tc_rcsr *a, const int32_t *deg, int32_t *order)
 {
     const int64_t M = a->rows, nnz = a->nnz;
+    if (nnz == 0) { /* every row empty: the caller's order */
+        for (int64_t i = 0; i < M; i++)
+            order[i] = (int32_t)i;
+        return 0;
+    }
     int64_t N = a->cols;
     const int32_t *col = a->col;
     int32_t *dcol = dense_columns(a, &N);
     if (dcol != NULL)
         col = dcol;
+    else if (a->cols > 2 * nnz + 65536)
+        return -1; /* too wide to search as it is, and no memory to renumber its columns */
     else
         N = a->cols;
     int64_t *coff = calloc((size_t)N + 1, sizeof *coff);
@@ -753,7 +760,8 @@ static int32_t *dense_columns(const tc_rcsr *a, int64_t *ncols)
         free(c);
         return NULL;
     }
-    memcpy(u, a->col, sizeof *u * (size_t)a->nnz);
+    if (a->nnz > 0)
+        memcpy(u, a->col, sizeof *u * (size_t)a->nnz);
     qsort(u, (size_t)a->nnz, sizeof *u, cmp_i32);
     int64_t d = 0;
     for (int64_t e = 0; e < a->nnz; e++)

@@ -349,7 +349,8 @@ bool local_ready()
                               (const void *)tc::write_chunks,
                               (const void *)tc::window_local<false, tc::kShortKind>,
                               (const void *)tc::window_local<true, tc::kShortKind>,
-                              (const void *)tc::find_long_windows<false>};
+                              (const void *)tc::find_long_windows<false>,
+                              (const void *)tc::find_long_windows<true>};
         for (const void *f : more) {
             cudaFuncAttributes a{};
             (void)cudaFuncGetAttributes(&a, f);
@@ -719,12 +720,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                               : window_local<kPlace, kKind>;
                 unsigned grid = (unsigned)windows;
                 if (kKind == kLongKind) {
-                    // the long windows listed, then as many persistent thread blocks as fit
-                    // (at most one a window)
-                    auto find = perm != nullptr ? find_long_windows<true> : find_long_windows<false>;
-                    find<<<grid_for(windows, T), T, 0, s>>>(in->offsets, in->offsets_64,
-                                                            in->rows, nnz, in->base, windows,
-                                                            perm, pro, ord, long_list, lq);
+                    // as many persistent thread blocks as fit (at most one a window), asked
+                    // first (a failed query's error is cleared, a launch's must not be),
+                    // then the long windows listed
                     int per_sm = 0;
                     if (cached_occupancy(&per_sm, (const void *)kernel, threads, bytes) !=
                             cudaSuccess ||
@@ -734,6 +732,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                     }
                     const int64_t fit = (int64_t)per_sm * (xo->sm_count > 0 ? xo->sm_count : 1);
                     grid = (unsigned)(fit < windows ? fit : windows);
+                    auto find = perm != nullptr ? find_long_windows<true> : find_long_windows<false>;
+                    find<<<grid_for(windows, T), T, 0, s>>>(in->offsets, in->offsets_64,
+                                                            in->rows, nnz, in->base, windows,
+                                                            perm, pro, ord, long_list, lq);
                 }
                 kernel<<<grid, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,

@@ -836,8 +836,9 @@ Test(gpu_late, trial_moves_to_the_kind_that_comes)
 /* Round 1, forced (TCSPARSE_REORDER_LATE_BFS=1: whatever B's size; by the rule these small
  * B fit in L2 and round 1 is skipped, as every test above relies on): after first-col's round
  * the bfs plan is built on the host and timed against the plan round 0 kept.  Every call
- * right; one plan left; no ordering note once settled; after an eviction the plan kept is
- * rebuilt in its ordering.  And with TCSPARSE_REORDER_LATE_BFS=0 no round 1. */
+ * right; one plan left; no ordering note once settled; after an eviction between the rounds
+ * and after the end the plan kept is rebuilt in its ordering.  And with
+ * TCSPARSE_REORDER_LATE_BFS=0 no round 1. */
 Test(gpu_late, bfs_round)
 {
     TC_REQUIRE_GPU();
@@ -855,7 +856,7 @@ Test(gpu_late, bfs_round)
         tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
         tcsparseSetRoute(h, TCSPARSE_ROUTE_TC);
         const int64_t blocks_caller = stats_of(h, s.A).blocks;
-        int first = 0, bfs = 0, calls = 0, state = TCSPARSE_LATE_WAITING;
+        int first = 0, bfs = 0, calls = 0, state = TCSPARSE_LATE_WAITING, evicted = 0;
         char label[64];
         for (; calls < 160; calls++) {
             snprintf(label, sizeof label, "bfs round (forced %d), call %d", forced, calls + 1);
@@ -866,6 +867,22 @@ Test(gpu_late, bfs_round)
             first |= strstr(ri.reason, "; ordering: trial, first-col built") != NULL;
             bfs |= strstr(ri.reason, "; ordering: trial, bfs built") != NULL;
             state = stats_of(h, s.A).late_state;
+            if (forced && first && !bfs && !evicted && state == TCSPARSE_LATE_WAITING &&
+                strstr(ri.reason, " kept (") != NULL) {
+                /* round 0 decided, round 1 not started: an eviction now must rebuild the
+                 * plan round 0 kept, not the caller's order */
+                const int kept0 = stats_of(h, s.A).reorder_ordering;
+                setenv("TCSPARSE_CACHE_BYTES", "1", 1);
+                tc_plan_cache_reconfigure();
+                unsetenv("TCSPARSE_CACHE_BYTES");
+                tc_plan_cache_reconfigure();
+                cr_assert_eq(spmm_launch(h, &c, 0, 1), 0, "%s", tcsparseGetLastErrorMessage());
+                spmm_check(&c, "rebuilt between the rounds");
+                cr_assert_eq(stats_of(h, s.A).reorder_ordering, kept0,
+                             "rebuilt between the rounds in ordering %d, round 0 kept %d",
+                             stats_of(h, s.A).reorder_ordering, kept0);
+                evicted = 1;
+            }
             if ((bfs || (!forced && first)) && state != TCSPARSE_LATE_WAITING &&
                 state != TCSPARSE_LATE_TRIAL)
                 break;
@@ -873,6 +890,7 @@ Test(gpu_late, bfs_round)
         const tcsparseMetcfStats_t st = stats_of(h, s.A);
         cr_assert(first, "forced %d: round 0 never started (state %d)", forced, st.late_state);
         cr_assert_eq(bfs, forced, "forced %d: round 1 %s", forced, bfs ? "ran" : "never started");
+        cr_assert_eq(evicted, forced, "forced %d: no eviction between the rounds", forced);
         cr_assert(st.late_state == TCSPARSE_LATE_KEPT_ORDERED ||
                       st.late_state == TCSPARSE_LATE_KEPT_CALLER,
                   "forced %d: state %d after %d calls", forced, st.late_state, calls + 1);
