@@ -485,6 +485,7 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
     st = tc_cache_insert(md, p, 1);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
+    md->late.plan_calls = 0; /* late ordering builds nothing more in a call that built a plan */
     *out = p;
     return TCSPARSE_STATUS_SUCCESS;
 }
