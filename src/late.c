@@ -353,9 +353,9 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
         if (l->round == 0) {
             l->kind = *k; /* the kind round 1 is judged for */
             tc_late_round_done(h, d, TCSPARSE_LATE_NO_GAIN);
-        }
-        else
+        } else {
             l->state = l->prev_state;
+        }
         tc_late_note(h, tail);
         return;
     }
