@@ -833,6 +833,17 @@ Test(gpu_late, trial_moves_to_the_kind_that_comes)
     tcsparseDestroy(h);
 }
 
+/* Evicts every cached plan (a one-byte cache for a moment); the descriptors keep their late
+ * ordering state, so the next call rebuilds in the ordering kept. */
+static void evict_every_plan(void)
+{
+    setenv("TCSPARSE_CACHE_BYTES", "1", 1);
+    tc_plan_cache_reconfigure();
+    cr_assert_eq(cached_plans(), 0);
+    unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_plan_cache_reconfigure();
+}
+
 /* Round 1, forced (TCSPARSE_REORDER_LATE_BFS=1: whatever B's size; by the rule these small
  * B fit in L2 and round 1 is skipped, as every test above relies on): after first-col's round
  * the bfs plan is built on the host and timed against the plan round 0 kept.  Every call
@@ -872,10 +883,7 @@ Test(gpu_late, bfs_round)
                 /* round 0 decided, round 1 not started: an eviction now must rebuild the
                  * plan round 0 kept, not the caller's order */
                 const int kept0 = stats_of(h, s.A).reorder_ordering;
-                setenv("TCSPARSE_CACHE_BYTES", "1", 1);
-                tc_plan_cache_reconfigure();
-                unsetenv("TCSPARSE_CACHE_BYTES");
-                tc_plan_cache_reconfigure();
+                evict_every_plan();
                 cr_assert_eq(spmm_launch(h, &c, 0, 1), 0, "%s", tcsparseGetLastErrorMessage());
                 spmm_check(&c, "rebuilt between the rounds");
                 cr_assert_eq(stats_of(h, s.A).reorder_ordering, kept0,
@@ -914,11 +922,7 @@ Test(gpu_late, bfs_round)
             cr_assert(strstr(ri.reason, "ordering") == NULL, "settled: %s", ri.reason);
         }
         /* evicted (a one-byte cache), then rebuilt on the next call in the ordering kept */
-        setenv("TCSPARSE_CACHE_BYTES", "1", 1);
-        tc_plan_cache_reconfigure();
-        cr_assert_eq(cached_plans(), 0);
-        unsetenv("TCSPARSE_CACHE_BYTES");
-        tc_plan_cache_reconfigure();
+        evict_every_plan();
         cr_assert_eq(spmm_launch(h, &c, 0, 1), 0, "%s", tcsparseGetLastErrorMessage());
         spmm_check(&c, "rebuilt");
         const tcsparseMetcfStats_t re = stats_of(h, s.A);
