@@ -157,19 +157,12 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
     }
-    int var[TC_SDDMM_MAX_VARIANTS], pair = -1, which = 0, sample = 0;
+    int var[TC_SDDMM_MAX_VARIANTS];
     const int nvar = tc_tune_enabled() ? tc_sddmm_variants(&a, var) : 0;
-    if (nvar > 1) {
-        tc_call_kind key = tc_sddmm_kind(h, A, C);
-        key.path = d->path;
-        pair = tc_tune_begin(h, plan, &key, var, nvar, &a.variant, &which, &sample);
-        if (pair >= 0 || tc_tuned_lookup(plan, &key) == NULL)
-            d->measuring = 1; /* the kernel tuning goes on (late.c waits for its end) */
-    }
+    const int pair =
+        nvar > 1 ? tc_tune_choose(h, plan, tc_sddmm_kind(h, A, C), d, var, nvar, &a.variant) : -1;
     tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
-    if (pair >= 0)
-        tc_tune_reason(d, which, nvar, sample);
     char msg[200];
     tcsparseStatus_t st = tc_sddmm_launch(&a, h->stream, msg, sizeof msg);
     if (pair >= 0)

@@ -125,8 +125,12 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
     return pair;
 }
 
-int tc_tune_begin(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key,
-                  const int *var, int nvar, int *variant, int *which, int *sample)
+/* The variant this execution runs for key (its path set), among var[0..nvar), var[0] the
+ * launcher's choice: *variant receives it.  Returns -1, or an event pair whose first event
+ * is recorded on the handle's stream: the call then runs sample *sample (1-based) of
+ * variant number *which (0-based). */
+static int tc_tune_begin(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key,
+                         const int *var, int nvar, int *variant, int *which, int *sample)
 {
     *variant = var[0];
     const tc_tuned *t = tc_tuned_lookup(p, key);
@@ -166,7 +170,8 @@ void tc_tune_end(tcsparseHandle_t h, struct tc_plan *p, int pair, int ok)
         x->dropped[k] = 1;
 }
 
-void tc_tune_reason(tc_decision *d, int which, int nvar, int sample)
+/* d's reason (a model's formatted now) followed by "; tuning: kernel W of N, sample S of 3". */
+static void tc_tune_reason(tc_decision *d, int which, int nvar, int sample)
 {
     char base[sizeof d->reason], tail[64];
     if (d->ra.kind != 0)
@@ -178,4 +183,17 @@ void tc_tune_reason(tc_decision *d, int which, int nvar, int sample)
     const int room = (int)(sizeof d->reason - 1 - strlen(tail));
     snprintf(d->reason, sizeof d->reason, "%.*s%s", room, base, tail);
     d->ra.kind = 0;
+}
+
+int tc_tune_choose(tcsparseHandle_t h, struct tc_plan *p, tc_call_kind key, tc_decision *d,
+                   const int *var, int nvar, int *variant)
+{
+    int which = 0, sample = 0;
+    key.path = d->path;
+    const int pair = tc_tune_begin(h, p, &key, var, nvar, variant, &which, &sample);
+    if (pair >= 0 || tc_tuned_lookup(p, &key) == NULL)
+        d->measuring = 1; /* the kernel tuning goes on (late.c waits for its end) */
+    if (pair >= 0)
+        tc_tune_reason(d, which, nvar, sample);
+    return pair;
 }

@@ -25,16 +25,15 @@ _Static_assert(TC_SPMM_MAX_VARIANTS * TC_TUNE_SAMPLES <= TC_EXPLORE_PAIRS &&
  * TCSPARSE_SELECT=model (nothing measured on the executions). */
 int tc_tune_enabled(void);
 
-/* The variant this execution runs for key (its path set), among var[0..nvar), var[0] the
- * launcher's choice: *variant receives it.  Returns -1, or an event pair whose first event
- * is recorded on the handle's stream: the call then runs sample *sample (1-based) of
- * variant number *which (0-based) and must close the pair with tc_tune_end. */
-int tc_tune_begin(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kind *key,
-                  const int *var, int nvar, int *variant, int *which, int *sample);
+/* The variant a tensor-core execution of kind key on d's path runs, among var[0..nvar)
+ * (nvar > 1), var[0] the launcher's choice: *variant receives it.  While the variants are
+ * being measured d->measuring is set and, for a timed call, d's reason ends in "; tuning:
+ * kernel W of N, sample S of 3".  Returns -1, or an event pair whose first event is recorded
+ * on the handle's stream, which the call must close with tc_tune_end after its launch. */
+int tc_tune_choose(tcsparseHandle_t h, struct tc_plan *p, tc_call_kind key, tc_decision *d,
+                   const int *var, int nvar, int *variant);
 /* Closes the pair after the launch; ok = 0 (the launch failed) drops the variant. */
 void tc_tune_end(tcsparseHandle_t h, struct tc_plan *p, int pair, int ok);
-/* d's reason (a model's formatted now) followed by "; tuning: kernel W of N, sample S of 3". */
-void tc_tune_reason(tc_decision *d, int which, int nvar, int sample);
 /* The plan's tuned result for key, or NULL. */
 const tc_tuned *tc_tuned_lookup(const struct tc_plan *p, const tc_call_kind *key);
 
