@@ -300,6 +300,20 @@ __device__ __forceinline__ void short_sync()
         __syncthreads();
 }
 
+// The window offsets a window_local pass reads (clamped into [0, nnz]), row r (at most rows):
+// the window's own in window_local_one, its two ends in find_long_windows, which must class
+// the windows as the pass does.
+template <bool kOrd>
+__device__ __forceinline__ int64_t window_row_offset(const void *off, int off64, int64_t rows,
+                                                     int64_t nnz, int base,
+                                                     const int32_t *perm, const int64_t *pro,
+                                                     int64_t r)
+{
+    r = r < rows ? r : rows;
+    const int64_t v = kOrd && perm != nullptr ? pro[r] : ld_any(off, off64, r) - base;
+    return v < 0 ? 0 : v > nnz ? nnz : v;
+}
+
 template <bool kPlace, int kKind, bool kOrd = false>
 __device__ __forceinline__ void
     window_local_one(const int32_t w, const void *off, int off64, const void *idx, int idx64,
@@ -336,11 +350,9 @@ __device__ __forceinline__ void
     // ordered on the GPU, window row i is the caller's row perm[16 w + i]: the offsets are
     // the ordered ones (pro), where the window's nonzeros are numbered contiguously as in
     // the plan, and rdel maps that number back to the caller's arrays.
-    if (t < 17) {
-        const int64_t r = (int64_t)w * 16 + t < rows ? (int64_t)w * 16 + t : rows;
-        const int64_t v = perm != nullptr ? pro[r] : ld_any(off, off64, r) - base;
-        ro[t] = v < 0 ? 0 : v > nnz ? nnz : v;
-    }
+    if (t < 17)
+        ro[t] = window_row_offset<kOrd>(off, off64, rows, nnz, base, perm, pro,
+                                        (int64_t)w * 16 + t);
     if (perm != nullptr && t < 16) {
         const int64_t r = (int64_t)w * 16 + t;
         int64_t b = 0, e = 0;
@@ -660,18 +672,6 @@ __device__ __forceinline__ void
             val_idx[s + i] = sval[i];
         }
     }
-}
-
-// The window offsets a window_local pass reads (clamped into [0, nnz]), row r (at most rows).
-template <bool kOrd>
-__device__ __forceinline__ int64_t window_row_offset(const void *off, int off64, int64_t rows,
-                                                     int64_t nnz, int base,
-                                                     const int32_t *perm, const int64_t *pro,
-                                                     int64_t r)
-{
-    r = r < rows ? r : rows;
-    const int64_t v = kOrd && perm != nullptr ? pro[r] : ld_any(off, off64, r) - base;
-    return v < 0 ? 0 : v > nnz ? nnz : v;
 }
 
 // The long windows of a pass (more than kShortMax nonzeros, as window_local_one decides),
