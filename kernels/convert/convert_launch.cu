@@ -1,4 +1,5 @@
 // Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -274,6 +275,13 @@ struct SideFork {
 // its launch made that launch fail).  False: the conversion takes the sort.
 constexpr int kLocalMaxSmem = (int)(2 * sizeof(unsigned) * (tc::kLocalMaxCols / 32));
 int local_state[64]; // 0 not tried, 1 ready, -1 not possible
+// Per device, filled with local_state: shared memory an SM has, and that each thread block
+// takes besides its dynamic part (the runtime's reserve and the placing kernels' largest
+// static shared memory): for the staging area's fit (local_fit_stage).
+struct LocalSmem {
+    int per_sm, per_block;
+};
+LocalSmem local_smem_info[64];
 
 // The context the per-device caches above were filled in (tc_context_id; 0: none seen).  When
 // the device's context is a new one (cudaDeviceReset ended the old), the caches are dropped:
@@ -308,6 +316,45 @@ void caches_follow_context()
     context_seen[dev] = id;
 }
 
+// The placing pass's staging area (stage_cap nonzeros, 5 bytes each) shrunk, when that lets
+// its thread blocks run in fewer waves, to the largest that does so and still holds a mean
+// window (min_cap): a pass of one thread block a window (kBothKind: blocks = windows), whose
+// blocks the staging area limits to fewer an SM than threads and registers allow.  ogbl-ddi
+// (267 windows of 8,000 nonzeros, 132 SMs): a 60 KB staging area left 2 thread blocks an SM,
+// 264 windows in the first wave and 3 in a second, which doubled the pass (58 us, the SMs
+// idle 45% of it; docs/performance.md, "Nineteenth session").
+int local_fit_stage(int stage_cap, int64_t min_cap, int64_t blocks, int sm_count,
+                    size_t local_smem, int bps_max)
+{
+    const int dev = pool_device();
+    if (dev < 0 || stage_cap <= 0 || sm_count <= 0 || bps_max <= 1)
+        return stage_cap;
+    LocalSmem li;
+    {
+        std::lock_guard<std::mutex> g(pool_mu);
+        li = local_smem_info[dev];
+    }
+    if (li.per_sm <= 0)
+        return stage_cap;
+    auto bps_of = [&](int64_t cap) { // resident blocks an SM with a staging area of cap
+        const int64_t b = li.per_sm / (li.per_block + (int64_t)local_smem + 5 * cap);
+        return b < bps_max ? b : (int64_t)bps_max;
+    };
+    auto waves = [&](int64_t bps) { return bps < 1 ? INT64_MAX : (blocks + sm_count * bps - 1) / (sm_count * bps); };
+    const int64_t now = bps_of(stage_cap), best = waves(bps_max);
+    if (waves(now) <= best)
+        return stage_cap;
+    for (int64_t b = now + 1; b <= bps_max; b++) {
+        if (waves(b) > best)
+            continue;
+        const int64_t room = (li.per_sm / b - li.per_block - (int64_t)local_smem) / 5 / 16 * 16;
+        if (room >= min_cap && room < stage_cap && bps_of(room) >= b)
+            return (int)room;
+        break; // the fewest blocks that reach the fewest waves do not fit a mean window
+    }
+    return stage_cap;
+}
+
 bool local_ready()
 {
     const int dev = pool_device();
@@ -327,13 +374,23 @@ bool local_ready()
                               (const void *)tc::window_local<true, tc::kBothKind, true>};
         bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ==
                   cudaSuccess;
+        int per_sm = 0, reserve = 0;
+        size_t static_max = 0;
         for (int i = 0; ok && i < 8; i++) {
             cudaFuncAttributes a{};
             ok = cudaFuncGetAttributes(&a, fns[i]) == cudaSuccess &&
                  a.sharedSizeBytes + kLocalMaxSmem <= (size_t)optin &&
                  cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       kLocalMaxSmem) == cudaSuccess;
+            static_max = a.sharedSizeBytes > static_max ? a.sharedSizeBytes : static_max;
         }
+        if (ok &&
+            (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
+                 cudaSuccess ||
+             cudaDeviceGetAttribute(&reserve, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
+                 cudaSuccess))
+            per_sm = 0; // unknown: the staging area is not fitted (local_fit_stage)
+        local_smem_info[dev] = LocalSmem{per_sm, reserve + (int)static_max};
         if (!ok)
             (void)cudaGetLastError();
         // The other kernels of this path loaded now, at the device's first build (which pays
@@ -471,6 +528,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         }
     }
     xo->used_local = local && nnz > 0;
+    // the window-local passes: one kernel of one thread block a window for both kinds of
+    // window when windows are few and the bitmap small (see there)
+    const bool both = local && windows <= kBothMaxWindows && local_smem <= kBothMaxBitmap;
+    bool have_order = false; // long_list holds both's order of the windows (check_offsets_small)
     // Rows ordered on the GPU (first-col): on the window-local path (gperm) or through the sort
     // (gsort: wider matrices; the permutation as row_new would be).  With a gain asked for,
     // both orders are counted and one chosen on the device (through the sort that costs a
@@ -678,9 +739,13 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         // block does both (one launch instead of a memset and a launch).
         const bool check = (csr || csc) && (nnz > 0 || in->offsets != nullptr);
         if (dim + 1 <= kSmallScanMax) {
-            check_offsets_small<<<1, kSmallScanThreads, 0, s>>>(check ? in->offsets : nullptr,
-                                                                in->offsets_64, dim, nnz,
-                                                                in->base, sum);
+            // and, for the window-local passes of one thread block a window, the windows'
+            // order (snake_rank) in long_list, which those passes do not otherwise use
+            have_order = local && both && nnz > 0 &&
+                         windows <= (int64_t)kSmallScanThreads * kSmallScanItems;
+            check_offsets_small<<<1, kSmallScanThreads, 0, s>>>(
+                check ? in->offsets : nullptr, in->offsets_64, dim, nnz, in->base, sum,
+                have_order ? in->offsets : nullptr, windows, have_order ? long_list : nullptr);
             TC_CU(cudaGetLastError(), "launching check_offsets_small");
         } else {
             TC_CU(cudaMemsetAsync(sum, 0, sizeof(summary), s), "clearing the summary");
@@ -705,11 +770,22 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         // holds the long windows' shared memory, short windows' too).  The counting pass
         // writes nblk and crange, the placing pass the plan (staging long windows' output in
         // stage_cap nonzeros).
-        const bool both = windows <= kBothMaxWindows && local_smem <= kBothMaxBitmap;
         int pass = 0; // the summary's long-window counters of each pass (lq)
         auto local_pass = [&](auto place) {
             constexpr bool kPlace = decltype(place)::value;
-            const int cap = kPlace ? stage_cap : 0;
+            int cap = kPlace ? stage_cap : 0;
+            if (kPlace && both && cap > 0) { // one thread block a window: fit the waves
+                auto kernel = perm != nullptr ? window_local<true, kBothKind, true>
+                                              : window_local<true, kBothKind>;
+                int bps_max = 0;
+                if (cached_occupancy(&bps_max, (const void *)kernel, kLongThreads, local_smem) !=
+                    cudaSuccess) {
+                    (void)cudaGetLastError();
+                    bps_max = 0;
+                }
+                cap = local_fit_stage(cap, nnz / windows, windows, xo->sm_count, local_smem,
+                                      bps_max);
+            }
             const size_t smem = local_smem + 5 * (size_t)cap;
             int *lq = sum->lq[pass < 3 ? pass : 2];
             pass++;
@@ -737,6 +813,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                             in->rows, nnz, in->base, windows,
                                                             perm, pro, ord, long_list, lq);
                 }
+                // kBothKind: long_list is the windows' order, of the caller's (unordered) rows
+                const int32_t *list = kKind != kBothKind            ? long_list
+                                      : have_order && perm == nullptr ? long_list
+                                                                      : nullptr;
                 kernel<<<grid, threads, bytes, s>>>(
                     in->offsets, in->offsets_64, in->indices, in->indices_64, in->rows, in->cols,
                     nnz, in->base, windows, bub, wmax, cap, perm, pro, ord,
@@ -744,7 +824,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                     kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
                     kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags,
-                    long_list, lq);
+                    list, lq, xo->sm_count);
             };
             if (both) {
                 go(std::integral_constant<int, kBothKind>(), kLongThreads, smem);
