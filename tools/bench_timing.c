@@ -1,8 +1,11 @@
 /* Interleaved timing of the benchmarks' variants (bench_timing.h). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "bench_timing.h"
+#include "util_cuda.h"
 
 static void ck(cudaError_t e, const char *what)
 {
@@ -125,4 +128,47 @@ void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, doubl
                "fastest call %.4f ms on the plan set aside, %.4f ms on the round's)\n",
                tc_bench_late_name(st), before, st->mean_nnz_per_block, st->late_build_ms,
                st->late_calls, st->late_ms_caller, st->late_ms_ordered);
+}
+
+static double bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double tc_bench_build_median_ms(tcsparseHandle_t h, int64_t rows, int64_t cols, int64_t nnz,
+                                void *offsets, void *indices, void *values, cudaDataType vt,
+                                double first_ms, int reps)
+{
+    enum { kMax = 16 };
+    double t[kMax];
+    int n = 0;
+    t[n++] = first_ms;
+    if (reps > kMax - 1)
+        reps = kMax - 1;
+    for (int i = 0; i < reps; i++) {
+        tcsparseSpMatDescr_t d;
+        if (tcsparseCreateCsr(&d, rows, cols, nnz, offsets, indices, values, TCSPARSE_INDEX_32I,
+                              TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, vt) !=
+            TCSPARSE_STATUS_SUCCESS)
+            break;
+        tcsparseMetcfStats_t st;
+        int ok = tc_util_launch_nop(0) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
+        const double t0 = bench_now_ms();
+        ok = ok && tcsparseSpMatGetMetcfStats(h, d, &st) == TCSPARSE_STATUS_SUCCESS;
+        const double ms = bench_now_ms() - t0;
+        tcsparseDestroySpMat(d);
+        if (!ok)
+            break;
+        t[n++] = ms;
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }

@@ -37,6 +37,17 @@ const char *tc_bench_late_name(const tcsparseMetcfStats_t *st);
 void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, double before,
                           tcsparseMetcfStats_t *st);
 
+/* The plan build's time in steady state: `reps` more builds of the matrix in csr (a CSR
+ * descriptor's arrays, 32-bit indices, base 0, rows x cols with nnz nonzeros of type vt), each
+ * on a descriptor of its own created and destroyed around it, each after an empty kernel
+ * launch the GPU has run (util_cuda.h), timed on the host around
+ * tcsparseSpMatGetMetcfStats.  Returns the median of those times and first_ms (the first
+ * build's, which may include the process's one-time costs: the pool's mapping, loading
+ * kernels); a failed build ends the series. */
+double tc_bench_build_median_ms(tcsparseHandle_t h, int64_t rows, int64_t cols, int64_t nnz,
+                                void *offsets, void *indices, void *values, cudaDataType vt,
+                                double first_ms, int reps);
+
 int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,
                           void *ctx, int v);
 
