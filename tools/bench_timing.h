@@ -39,8 +39,9 @@ void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, doubl
 
 /* The plan build's time in steady state: `reps` more builds of the matrix in csr (a CSR
  * descriptor's arrays, 32-bit indices, base 0, rows x cols with nnz nonzeros of type vt), each
- * on a descriptor of its own created and destroyed around it, each after an empty kernel
- * launch the GPU has run (util_cuda.h), timed on the host around
+ * on a descriptor of its own created and destroyed around it, each after L2 was flushed (a
+ * memset of twice its size) and an empty kernel launch the GPU has run (util_cuda.h), timed
+ * on the host around
  * tcsparseSpMatGetMetcfStats.  Returns the median of those times and first_ms (the first
  * build's, which may include the process's one-time costs: the pool's mapping, loading
  * kernels); a failed build ends the series. */
