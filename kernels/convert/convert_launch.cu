@@ -532,6 +532,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // window when windows are few and the bitmap small (see there)
     const bool both = local && windows <= kBothMaxWindows && local_smem <= kBothMaxBitmap;
     bool have_order = false; // long_list holds both's order of the windows (check_offsets_small)
+    bool merged_scan = false; // the counting pass scans the block counts (count_then_scan)
     // Rows ordered on the GPU (first-col): on the window-local path (gperm) or through the sort
     // (gsort: wider matrices; the permutation as row_new would be).  With a gain asked for,
     // both orders are counted and one chosen on the device (through the sort that costs a
@@ -824,7 +825,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                     kPlace ? m.win_off : nullptr, kPlace ? m.blk_col : nullptr,
                     kPlace ? m.blk_off : nullptr, kPlace ? occ : nullptr,
                     kPlace ? m.blk_pos : nullptr, kPlace ? m.val_idx : nullptr, &sum->flags,
-                    list, lq, xo->sm_count);
+                    list, lq, xo->sm_count,
+                    kKind == kBothKind && !kPlace && merged_scan ? m.win_off : nullptr,
+                    &sum->counted);
             };
             if (both) {
                 go(std::integral_constant<int, kBothKind>(), kLongThreads, smem);
@@ -844,6 +847,11 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             TC_CU(cub::DeviceScan::ExclusiveSum(cub, cub_bytes, deg, pro, M + 1, s),
                   "the ordered rows' offsets");
         }
+        // In the caller's order with one thread block a window, the counting pass also scans
+        // (count_then_scan): the plan, which holds the window offsets, allocated before it.
+        merged_scan = both && have_order && small_scan && perm == nullptr && !gperm;
+        if (merged_scan)
+            TC_CU(alloc_plan(), "allocating the plan");
         TC_CU(local_pass(std::false_type()), "launching window_local (counting)");
         if (gperm && !galways) { // the caller's order counted too, then the choice (summary->ordered)
             int32_t *const keep = perm;
@@ -859,8 +867,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
                                                       in->gpu_order_min_gain, sum);
             TC_CU(cudaGetLastError(), "launching choose_order");
         }
-        TC_CU(alloc_plan(), "allocating the plan");
-        TC_CU(window_offsets(), "window offsets");
+        if (!merged_scan) {
+            TC_CU(alloc_plan(), "allocating the plan");
+            TC_CU(window_offsets(), "window offsets");
+        }
         side.mark();
         TC_CU(local_pass(std::true_type()), "launching window_local (placing)");
     } else {
