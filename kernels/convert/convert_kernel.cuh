@@ -249,9 +249,11 @@ constexpr int kShortThreads = 64, kShortItems = 4; // short windows: at most 256
 constexpr int kShortMax = kShortThreads * kShortItems;
 constexpr int kLongThreads = 512; // 1024 measured slower on the BlogCatalog replicas and mdual
 constexpr int kLongItems = 4;     // long windows: nonzeros a thread reads at a time (for_cols)
-// Registers for 3 thread blocks of kLongThreads an SM (at most 40 a thread): unbounded, the
-// placing kernels took 64 and 2 blocks an SM, as many as one wave of ogbl-ddi's 267 windows
-// needs less than (local_fit_stage fits the staging area for 3).
+// The long kinds' registers bounded for 3 thread blocks of kLongThreads an SM (40 a thread).
+// Unbounded, the placing kernels took 64, which leaves 2 blocks an SM: one wave of ogbl-ddi's
+// 267 windows needs 3 on 132 SMs (local_fit_stage fits the staging area for 3).  The
+// ordered-rows (kOrd) placing kernels spill a little at 40 (ptxas: up to 40 bytes stored,
+// 92 loaded a thread).
 constexpr int kLongMinBlocks = 3;
 constexpr int64_t kLocalMaxCols = 1 << 18; // long windows' bitmap and prefix counts: 64 KiB
 constexpr int kLocalOccBlocks = 1024;      // long windows' occupancy in shared memory (20 KiB)
@@ -356,7 +358,7 @@ __device__ __forceinline__ void
     } tmp;
     __shared__ int64_t ro[17];
     __shared__ int64_t rdel[16]; // rows ordered (perm): a nonzero's caller position minus its own
-    __shared__ int ro32[17], rdel32[16]; // the same in 32 bits (positions < nnz < 2^31)
+    __shared__ int ro32[17], rdel32[16]; // the same in 32 bits (positions <= nnz < 2^31)
     __shared__ int sh_a, sh_b, sh_bad;
     __shared__ uint4 so[kLong ? kLocalOccBlocks : kShortMax / 8];
     __shared__ int sboff[kLong ? kLocalOccBlocks : kShortMax / 8];
@@ -776,10 +778,11 @@ __device__ __forceinline__ void count_then_scan(const int32_t *nblk, int32_t win
     if (lane == 0) {
         __threadfence(); // nblk[w], written by this thread, before the ticket
         last = atomicAdd(counted, 1) == (int)gridDim.x - 1;
+        __threadfence(); // the ticket before this block's reads of the counts
     }
     if (!__shfl_sync(0xffffffffu, last, 0))
         return;
-    __threadfence(); // every block's count, before they are read
+    __syncwarp(); // orders the other lanes' reads below after lane 0's fence (a shuffle does not)
     // tiles of 32 windows, 4 tiles' counts loaded at a time (a lane's contiguous run of 128
     // windows, read one after another, took the pass from 19 to 36 us on ogbl-ddi)
     constexpr int kTiles = 4;

@@ -276,8 +276,8 @@ struct SideFork {
 constexpr int kLocalMaxSmem = (int)(2 * sizeof(unsigned) * (tc::kLocalMaxCols / 32));
 int local_state[64]; // 0 not tried, 1 ready, -1 not possible
 // Per device, filled with local_state: shared memory an SM has, and that each thread block
-// takes besides its dynamic part (the runtime's reserve and the placing kernels' largest
-// static shared memory): for the staging area's fit (local_fit_stage).
+// takes besides its dynamic part (the runtime's reserve and the largest static shared memory
+// of the long kinds' kernels): for the staging area's fit (local_fit_stage).
 struct LocalSmem {
     int per_sm, per_block;
 };
@@ -742,7 +742,8 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         if (dim + 1 <= kSmallScanMax) {
             // and, for the window-local passes of one thread block a window, the windows'
             // order (snake_rank) in long_list, which those passes do not otherwise use
-            have_order = local && both && nnz > 0 &&
+            // (not when every pass runs on rows ordered on the GPU, which take no order)
+            have_order = local && both && nnz > 0 && !(gperm && galways) &&
                          windows <= (int64_t)kSmallScanThreads * kSmallScanItems;
             check_offsets_small<<<1, kSmallScanThreads, 0, s>>>(
                 check ? in->offsets : nullptr, in->offsets_64, dim, nnz, in->base, sum,

@@ -343,7 +343,10 @@ Test(gpu_convert, window_local_limits)
                                   "uniform:140000:1000:3", "uniform:1048560:1000:1",
                                   "uniform:1048576:1000:1", "rmat:12:64",
                                   "uniform:70000:1000:20", "rmat:17:24",
-                                  "uniform:65520:3000:5", "uniform:65536:3000:5"};
+                                  "uniform:65520:3000:5", "uniform:65536:3000:5",
+                                  /* 4096 windows of 320 nonzeros: the most windows one
+                                   * block a window takes (order, scan in the counting pass) */
+                                  "uniform:65535:1000:20"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         tc_csr m;
         char err[256], name[64];
