@@ -298,19 +298,12 @@ constexpr int32_t kBothMaxWindows = 4096;
 constexpr size_t kBothMaxBitmap = 16 * 1024; // bytes of bitmap and prefix counts (4096 words each)
 
 // The order in which a window_local pass of one thread block a window (kBothKind) takes the
-// windows: thread block b takes window order[snake_rank(b)], order listing the windows by
-// decreasing nonzeros.  The first sm_count blocks (one an SM) take the longest windows, the
-// next sm_count (a second on each SM) the shortest of the next sm_count in reverse, and so
-// on: an SM's windows add up to about the mean.  In the caller's order an SM could get two of
-// the longest: ogbl-ddi's busiest SM had 1.8 times the mean nonzeros (29,149 against 16,180;
-// 1.31 times with this order), and its passes took as long as that SM (docs/performance.md,
-// "Nineteenth session").  (Blocks are handed out to the SMs in about that order.)
-__device__ __forceinline__ int32_t snake_rank(int32_t b, int32_t windows, int sm_count)
-{
-    const int32_t q = b / sm_count, i = b % sm_count;
-    const int32_t n = min(sm_count, windows - q * sm_count); // windows of this round
-    return q * sm_count + ((q & 1) ? n - 1 - i : i);
-}
+// windows: thread block b takes window order[tc_snake_rank(b, windows, sm_count)]
+// (metcf_rules.h), order listing the windows by decreasing nonzeros, so that an SM's windows
+// add up to about the mean.  In the caller's order an SM could get two of the longest:
+// ogbl-ddi's busiest SM had 1.8 times the mean nonzeros (29,149 against 16,180; 1.31 times
+// with this order), and its passes took as long as that SM (docs/performance.md, "Nineteenth
+// session").
 
 // The short windows' barrier: the block's, or in a kBothKind block (whose other threads have
 // left) a named barrier of its first kShortThreads threads (two whole warps).
@@ -851,7 +844,7 @@ __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThr
         // kBothKind: long_list, when given, is the windows' order (check_offsets_small)
         const int32_t b = (int32_t)blockIdx.x;
         const int32_t w = kKind == kBothKind && long_list != nullptr
-                              ? long_list[snake_rank(b, windows, sm_count > 0 ? sm_count : 1)]
+                              ? long_list[tc_snake_rank(b, windows, sm_count)]
                               : b;
         window_local_one<kPlace, kKind, kOrd>(
             w, off, off64, idx, idx64, rows, cols, nnz, base, windows, bub,

@@ -319,10 +319,11 @@ void caches_follow_context()
 // The placing pass's staging area (stage_cap nonzeros, 5 bytes each) shrunk, when that lets
 // its thread blocks run in fewer waves, to the largest that does so and still holds a mean
 // window (min_cap): a pass of one thread block a window (kBothKind: blocks = windows), whose
-// blocks the staging area limits to fewer an SM than threads and registers allow.  ogbl-ddi
-// (267 windows of 8,000 nonzeros, 132 SMs): a 60 KB staging area left 2 thread blocks an SM,
-// 264 windows in the first wave and 3 in a second, which doubled the pass (58 us, the SMs
-// idle 45% of it; docs/performance.md, "Nineteenth session").
+// blocks the staging area limits to fewer an SM than threads and registers allow
+// (tc_fit_stage, metcf_rules.h).  ogbl-ddi (267 windows, 132 SMs): a 60 KB staging area left
+// 2 thread blocks an SM, 264 windows in a first wave and 3 in a second; fitted, 3 an SM take
+// them in one.  That alone did not make the pass faster (58.0 -> 59.5 us): its busiest SM
+// bounded it, which the windows' order addresses (docs/performance.md, "Nineteenth session").
 int local_fit_stage(int stage_cap, int64_t min_cap, int64_t blocks, int sm_count,
                     size_t local_smem, int bps_max)
 {
@@ -334,25 +335,8 @@ int local_fit_stage(int stage_cap, int64_t min_cap, int64_t blocks, int sm_count
         std::lock_guard<std::mutex> g(pool_mu);
         li = local_smem_info[dev];
     }
-    if (li.per_sm <= 0)
-        return stage_cap;
-    auto bps_of = [&](int64_t cap) { // resident blocks an SM with a staging area of cap
-        const int64_t b = li.per_sm / (li.per_block + (int64_t)local_smem + 5 * cap);
-        return b < bps_max ? b : (int64_t)bps_max;
-    };
-    auto waves = [&](int64_t bps) { return bps < 1 ? INT64_MAX : (blocks + sm_count * bps - 1) / (sm_count * bps); };
-    const int64_t now = bps_of(stage_cap), best = waves(bps_max);
-    if (waves(now) <= best)
-        return stage_cap;
-    for (int64_t b = now + 1; b <= bps_max; b++) {
-        if (waves(b) > best)
-            continue;
-        const int64_t room = (li.per_sm / b - li.per_block - (int64_t)local_smem) / 5 / 16 * 16;
-        if (room >= min_cap && room < stage_cap && bps_of(room) >= b)
-            return (int)room;
-        break; // the fewest blocks that reach the fewest waves do not fit a mean window
-    }
-    return stage_cap;
+    return tc_fit_stage(stage_cap, min_cap, blocks, sm_count, (int64_t)local_smem, bps_max,
+                        li.per_sm, li.per_block); // metcf_rules.h
 }
 
 bool local_ready()
@@ -741,7 +725,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
         const bool check = (csr || csc) && (nnz > 0 || in->offsets != nullptr);
         if (dim + 1 <= kSmallScanMax) {
             // and, for the window-local passes of one thread block a window, the windows'
-            // order (snake_rank) in long_list, which those passes do not otherwise use
+            // order (tc_snake_rank) in long_list, which those passes do not otherwise use
             // (not when every pass runs on rows ordered on the GPU, which take no order)
             have_order = local && both && nnz > 0 && !(gperm && galways) &&
                          windows <= (int64_t)kSmallScanThreads * kSmallScanItems;

@@ -526,6 +526,57 @@ Test(convert, wide_l1_rule)
     }
 }
 
+/* The window order of the conversion's one-block-a-window passes (metcf_rules.h,
+ * tc_snake_rank): a permutation of the windows for any count and SM count, and, on windows of
+ * decreasing size, SM loads (blocks b, b + S, ... on one SM) near the mean; with two rounds of
+ * linearly decreasing sizes every SM gets the same load. */
+Test(convert, snake_rank)
+{
+    static const int sms[] = {1, 2, 3, 7, 114, 132, 4096, 5000};
+    static char seen[4097];
+    for (size_t k = 0; k < sizeof sms / sizeof sms[0]; k++)
+        for (int32_t n = 1; n <= 4096; n += n < 300 ? 1 : 37) {
+            memset(seen, 0, sizeof seen);
+            for (int32_t b = 0; b < n; b++) {
+                const int32_t r = tc_snake_rank(b, n, sms[k]);
+                cr_assert(r >= 0 && r < n && !seen[r], "n %d S %d: block %d -> rank %d", n,
+                          sms[k], b, r);
+                seen[r] = 1;
+            }
+        }
+    cr_assert_eq(tc_snake_rank(5, 10, 0), 5); /* no SM count: one a round, in order */
+    enum { S = 132, W = 2 * S };
+    int64_t load[S] = {0};
+    for (int32_t b = 0; b < W; b++)
+        load[b % S] += W - tc_snake_rank(b, W, S); /* rank r holds W - r nonzeros */
+    for (int s = 1; s < S; s++)
+        cr_assert_eq(load[s], load[0], "SM %d: %lld against %lld", s, (long long)load[s],
+                     (long long)load[0]);
+}
+
+/* The staging area of those passes fitted to the fewest waves (metcf_rules.h, tc_fit_stage),
+ * on the H100's figures for ogbl-ddi (267 windows, 132 SMs, 228 KiB a SM, 3 blocks an SM by
+ * registers): the staging area shrinks until 3 blocks fit (one wave), a multiple of 16 and
+ * still a mean window; unchanged where no wave is saved or the mean window would not fit. */
+Test(convert, fit_stage)
+{
+    const int64_t per_sm = 233472, per_block = 1024 + 22912, local = 1072;
+    const int cap = tc_fit_stage(12032, 7999, 267, 132, local, 3, per_sm, per_block);
+    cr_assert(cap < 12032 && cap >= 7999 && cap % 16 == 0, "cap %d", cap);
+    cr_assert_eq(tc_fit_stage_bps(cap, local, 3, per_sm, per_block), 3, "cap %d", cap);
+    cr_assert_eq(tc_fit_stage_bps(12032, local, 3, per_sm, per_block), 2);
+    /* already one wave (264 blocks fit at 2 an SM), no room for the mean, one block an SM at
+     * most, nothing to stage */
+    cr_assert_eq(tc_fit_stage(12032, 7999, 264, 132, local, 3, per_sm, per_block), 12032);
+    cr_assert_eq(tc_fit_stage(12032, 11000, 267, 132, local, 3, per_sm, per_block), 12032);
+    cr_assert_eq(tc_fit_stage(12032, 7999, 267, 132, local, 1, per_sm, per_block), 12032);
+    cr_assert_eq(tc_fit_stage(0, 7999, 267, 132, local, 3, per_sm, per_block), 0);
+    cr_assert_eq(tc_fit_stage(12032, 7999, 267, 132, local, 3, 0, per_block), 12032);
+    /* many waves either way: 3 an SM saves one (1000 blocks: 4 waves at 2, 3 at 3) */
+    const int many = tc_fit_stage(12032, 7999, 1000, 132, local, 3, per_sm, per_block);
+    cr_assert_eq(tc_fit_stage_bps(many, local, 3, per_sm, per_block), 3, "cap %d", many);
+}
+
 Test(convert, empty_matrices)
 {
     static const int64_t dims[][2] = {{0, 0}, {5, 0}, {0, 5}, {5, 7}, {16, 8}, {40, 3}};
