@@ -130,7 +130,7 @@ void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, doubl
                st->late_calls, st->late_ms_caller, st->late_ms_ordered);
 }
 
-static double bench_now_ms(void)
+double tc_bench_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -182,9 +182,9 @@ double tc_bench_build_median_ms(tcsparseHandle_t h, int64_t rows, int64_t cols, 
             flush = NULL; /* not freed: a failed memset leaves its state unknown */
         }
         int ok = tc_util_launch_nop(0) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
-        const double t0 = bench_now_ms();
+        const double t0 = tc_bench_now_ms();
         ok = ok && tcsparseSpMatGetMetcfStats(h, d, &st) == TCSPARSE_STATUS_SUCCESS;
-        const double ms = bench_now_ms() - t0;
+        const double ms = tc_bench_now_ms() - t0;
         tcsparseDestroySpMat(d);
         if (!ok)
             break;

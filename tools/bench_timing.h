@@ -37,6 +37,9 @@ const char *tc_bench_late_name(const tcsparseMetcfStats_t *st);
 void tc_bench_late_report(tcsparseHandle_t h, tcsparseConstSpMatDescr_t d, double before,
                           tcsparseMetcfStats_t *st);
 
+/* Milliseconds on the monotonic clock (host wall time). */
+double tc_bench_now_ms(void);
+
 /* The plan build's time in steady state: `reps` more builds of the matrix in csr (a CSR
  * descriptor's arrays, 32-bit indices, base 0, rows x cols with nnz nonzeros of type vt), each
  * on a descriptor of its own created and destroyed around it, each after L2 was flushed (a

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 #include "tcsparse.h"
@@ -48,13 +47,6 @@ static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
             exit(2);                                                                       \
         }                                                                                  \
     } while (0)
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float rnd(void)
@@ -227,9 +219,9 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         CK(tc_util_launch_nop(0));
         CK(cudaDeviceSynchronize());
     }
-    double t0 = now_ms();
+    double t0 = tc_bench_now_ms();
     int have_plan = tcsparseSpMatGetMetcfStats(c.tc, c.tcC, &st) == TCSPARSE_STATUS_SUCCESS;
-    double conv_ms = now_ms() - t0;
+    double conv_ms = tc_bench_now_ms() - t0;
     /* the first build may carry the process's one-time costs (the pool's mapping, kernels
      * loaded): the median of it and o->builds - 1 more (bench_timing.h) */
     const double conv_first_ms = conv_ms;
@@ -246,14 +238,14 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         tcsparseCreateCsr(&c.tcC_r, M, N, nnz, d_off, d_col, d_C, TCSPARSE_INDEX_32I,
                           TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, ct);
         tcsparseSpMatSetReorder(c.tcC_r, (tcsparseReorder_t)o->reorder);
-        t0 = now_ms();
+        t0 = tc_bench_now_ms();
         if (tcsparseSpMatGetMetcfStats(c.tc, c.tcC_r, &st_r) != TCSPARSE_STATUS_SUCCESS) {
             fprintf(stderr, "  no reordered tensor-core plan: %s\n",
                     tcsparseGetLastErrorMessage());
             tcsparseDestroySpMat(c.tcC_r);
             c.tcC_r = NULL;
         }
-        conv_r_ms = now_ms() - t0;
+        conv_r_ms = tc_bench_now_ms() - t0;
     }
 
     float ms[V_COUNT];

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 #include "tcsparse.h"
@@ -54,13 +53,6 @@ static tcsparseRoute_t tc_route_of(int v)
             exit(2);                                                                       \
         }                                                                                  \
     } while (0)
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float rnd(void)
@@ -238,14 +230,15 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         CK(tc_util_launch_nop(0));
         CK(cudaDeviceSynchronize());
     }
-    double t0 = now_ms();
+    double t0 = tc_bench_now_ms();
     int have_plan = tcsparseSpMatGetMetcfStats(c.tc, c.tcA, &st) == TCSPARSE_STATUS_SUCCESS;
-    double conv_ms = now_ms() - t0;
+    double conv_ms = tc_bench_now_ms() - t0;
     /* the first build may carry the process's one-time costs (the pool's mapping, kernels
      * loaded): the median of it and o->builds - 1 more (bench_timing.h) */
     const double conv_first_ms = conv_ms;
     if (have_plan && o->builds > 1)
-        conv_ms = tc_bench_build_median_ms(c.tc, m->rows, m->cols, m->nnz, d_off, d_col, d_val, vt, conv_ms, o->builds - 1);
+        conv_ms = tc_bench_build_median_ms(c.tc, m->rows, m->cols, m->nnz, d_off, d_col, d_val,
+                                           vt, conv_ms, o->builds - 1);
     if (!have_plan)
         fprintf(stderr, "  no tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
     /* --reorder: a second descriptor on the same arrays whose plan reorders rows */
@@ -256,13 +249,13 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         tcsparseCreateCsr(&c.tcA_r, m->rows, m->cols, m->nnz, d_off, d_col, d_val,
                           TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, vt);
         tcsparseSpMatSetReorder(c.tcA_r, (tcsparseReorder_t)o->reorder);
-        t0 = now_ms();
+        t0 = tc_bench_now_ms();
         if (tcsparseSpMatGetMetcfStats(c.tc, c.tcA_r, &st_r) != TCSPARSE_STATUS_SUCCESS) {
             fprintf(stderr, "  no reordered tensor-core plan: %s\n", tcsparseGetLastErrorMessage());
             tcsparseDestroySpMat(c.tcA_r);
             c.tcA_r = NULL;
         }
-        conv_r_ms = now_ms() - t0;
+        conv_r_ms = tc_bench_now_ms() - t0;
     }
 
     float ms[V_COUNT];
