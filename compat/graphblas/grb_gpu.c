@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <cuda_runtime_api.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -136,10 +139,12 @@ static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t 
 #define TC_XFER_MIN ((size_t)1 << 20)      /* smaller jobs go through cudaMemcpy */
 #define TC_XFER_PER_LANE ((size_t)1 << 20) /* bytes a lane must have to pay for its thread */
 #define TC_XFER_SEGS 8                     /* arrays in one job */
+#define TC_FLOW_STEPS 32                   /* steps of a flow (a sliced SpMM's slices) */
 
 typedef struct {
     void *buf[TC_XFER_NBUF];
     cudaEvent_t ev[TC_XFER_NBUF];
+    cudaEvent_t step_ev[TC_FLOW_STEPS]; /* a flow's upload lane: its part of step q is up */
     cudaStream_t s;
 } tc_xfer_lane;
 
@@ -156,6 +161,9 @@ static void tc_xfer_lane_free(tc_xfer_lane *x)
         if (x->ev[b] != NULL)
             cudaEventDestroy(x->ev[b]);
     }
+    for (int q = 0; q < TC_FLOW_STEPS; q++)
+        if (x->step_ev[q] != NULL)
+            cudaEventDestroy(x->step_ev[q]);
     if (x->s != NULL)
         cudaStreamDestroy(x->s);
     memset(x, 0, sizeof *x);
@@ -176,6 +184,8 @@ static int tc_xfer_lane_init(tc_xfer_lane *x)
     for (int b = 0; ok && b < TC_XFER_NBUF; b++)
         ok = cudaHostAlloc(&x->buf[b], tc_xfer_buf, cudaHostAllocDefault) == cudaSuccess &&
              cudaEventCreateWithFlags(&x->ev[b], cudaEventDisableTiming) == cudaSuccess;
+    for (int q = 0; ok && q < TC_FLOW_STEPS; q++)
+        ok = cudaEventCreateWithFlags(&x->step_ev[q], cudaEventDisableTiming) == cudaSuccess;
     return ok;
 }
 
@@ -708,15 +718,25 @@ static void tc_kernel_name(tc_grb_times *t)
 /* ---------------------------------------------------------------- SpMM in row slices
  *
  * A cold call (A not pinned, so tcsparse's cuSPARSE route; B and C by row, 32-bit indices)
- * runs in TC_PIPE_SLICES row slices of A and C: B and A's first slice go up; then slice s is
- * multiplied, and while its rows of C come down the next slice of A goes up, on disjoint
- * lanes.  The link's two directions and the host's memory work at once: on the H100 machine
- * 268 MB up and 268 MB down took 8.2 ms together against 12.9 ms one after the other
- * (staging probe, 8 lanes each way).  Slices are cut where the bytes they move (A's indices
- * and values up, C's rows down) are equal.  Each slice's offsets go up rebased to 0.
- * TCSPARSE_GRB_PIPE=0 turns this off, =1 takes it for calls below TC_PIPE_MIN too. */
+ * runs in row slices of A and C.  Slice s is multiplied, and while its rows of C come down
+ * the next slice of A goes up, on disjoint lanes.  The link's two directions and the host's
+ * memory work at once: on the H100 machine 268 MB up and 268 MB down took 8.2-9.2 ms
+ * together against 12.9 ms one after the other (staging probe, 8 lanes each way).  Slices
+ * are cut where the bytes they move (A's indices and values up, C's rows down) are equal.
+ * Each slice's offsets go up rebased to 0.
+ *
+ * B goes up whole before the first slice, unless A's columns follow its rows (banded,
+ * block-diagonal: batched graphs, meshes in a local order).  Then B goes up in chunks, one
+ * with each slice of A, in TC_PIPE_FINE slices: slice s waits only for the rows of B its
+ * columns reach, and B's upload overlaps C's download instead of preceding it.  A scan of
+ * A's columns (on the host lanes) decides; it gives up at the first column past the slice's
+ * share of B plus a quarter of B, so matrices without that locality pay little for it.
+ * TCSPARSE_GRB_PIPE=0 turns slicing off, =1 takes it for calls below TC_PIPE_MIN too;
+ * TCSPARSE_GRB_WAVE=0 keeps B whole, =2..32 sets the number of slices then. */
 
 #define TC_PIPE_SLICES 4
+#define TC_PIPE_FINE 16 /* slices when B goes up in chunks (TCSPARSE_GRB_WAVE: 2..32) */
+#define TC_PIPE_MAX 32
 #define TC_PIPE_MIN ((size_t)32 << 20) /* calls moving fewer bytes of A and C run whole */
 
 static int tc_spmm_pipe_wanted(const tc_grb_csr *A, const tc_grb_dense *B, int a_one_shot,
@@ -779,6 +799,205 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
     return 0;
 }
 
+/* A flow: the steps of a sliced multiplication with no barrier between them.  Upload lanes
+ * move step after step (their ring of buffers runs on across steps) and record, per step,
+ * an event once their part of it is issued; lane 0 waits until every upload lane has
+ * issued step q, makes the computation's stream wait for their events, launches step q's
+ * computation and records done_ev[q]; download lanes take each step's rows once it is
+ * launched (their streams wait for done_ev[q]) and drain them as they arrive.  The lanes
+ * wait on each other, so they run at once (tc_grb_run_lanes_together) or not at all. */
+typedef struct {
+    int steps, ul, dl, device;
+    tc_xfer_job up[TC_FLOW_STEPS], down[TC_FLOW_STEPS]; /* upload lanes 0..ul-1 of tc_lanes,
+                                                           download lanes ul..ul+dl-1 */
+    int (*launch)(void *ctx, int step); /* enqueues step's work on stream; 0 or -1 */
+    void *ctx;
+    cudaStream_t stream;
+    cudaEvent_t *done_ev;
+    double t_first; /* when step 0 was launched */
+    atomic_int up_done[TC_FLOW_STEPS];
+    atomic_int launched, failed;
+    cudaError_t err[TC_XFER_LANES + 1];
+} tc_flow;
+
+static void tc_flow_wait(void)
+{
+    sched_yield();
+}
+
+static void tc_flow_up(tc_flow *f, int u)
+{
+    tc_xfer_lane *x = &tc_lanes[u];
+    cudaError_t e = cudaSetDevice(f->device);
+    const tc_xfer_seg *g;
+    size_t at, len, c = 0; /* c: pieces through the ring so far */
+    for (int q = 0; q < f->steps; q++) {
+        tc_piece_it in = {&f->up[q], u, -1, 0, 0};
+        while (e == cudaSuccess && !atomic_load_explicit(&f->failed, memory_order_relaxed) &&
+               tc_piece_next(&in, &g, &at, &len)) {
+            const int b = (int)(c++ % TC_XFER_NBUF);
+            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess)
+                break;
+            if (g->host_es == g->dev_es)
+                memcpy(x->buf[b], g->host + at * g->host_es, len * g->host_es);
+            else
+                tc_narrow(x->buf[b], (const int64_t *)(const void *)(g->host + at * g->host_es),
+                          len, g->bias);
+            e = cudaMemcpyAsync(g->dev + at * g->dev_es, x->buf[b], len * g->dev_es,
+                                cudaMemcpyHostToDevice, x->s);
+            if (e == cudaSuccess)
+                e = cudaEventRecord(x->ev[b], x->s);
+        }
+        if (e == cudaSuccess)
+            e = cudaEventRecord(x->step_ev[q], x->s);
+        if (e != cudaSuccess)
+            atomic_store(&f->failed, 1);
+        atomic_fetch_add_explicit(&f->up_done[q], 1, memory_order_release);
+    }
+    cudaError_t s = cudaStreamSynchronize(x->s);
+    f->err[1 + u] = e != cudaSuccess ? e : s;
+}
+
+static void tc_flow_down(tc_flow *f, int d)
+{
+    tc_xfer_lane *x = &tc_lanes[f->ul + d];
+    cudaError_t e = cudaSetDevice(f->device);
+    const tc_xfer_seg *g;
+    size_t at, len, issued = 0, drained = 0;
+    int q_in = 0, q_out = 0, entered = 0;
+    tc_piece_it in = {&f->down[0], d, -1, 0, 0}, out = in;
+    while (e == cudaSuccess && !atomic_load_explicit(&f->failed, memory_order_relaxed)) {
+        /* issue up to NBUF pieces ahead, into the next step once it is launched */
+        while (e == cudaSuccess && issued - drained < TC_XFER_NBUF && q_in < f->steps) {
+            if (!entered) {
+                if (atomic_load_explicit(&f->launched, memory_order_acquire) <= q_in) {
+                    if (issued > drained)
+                        break; /* drain what is in flight first */
+                    while (atomic_load_explicit(&f->launched, memory_order_acquire) <= q_in &&
+                           !atomic_load_explicit(&f->failed, memory_order_relaxed))
+                        tc_flow_wait();
+                    if (atomic_load_explicit(&f->failed, memory_order_relaxed))
+                        break;
+                }
+                if ((e = cudaStreamWaitEvent(x->s, f->done_ev[q_in], 0)) != cudaSuccess)
+                    break;
+                entered = 1;
+            }
+            if (!tc_piece_next(&in, &g, &at, &len)) {
+                if (++q_in < f->steps)
+                    in = (tc_piece_it){&f->down[q_in], d, -1, 0, 0};
+                entered = 0;
+                continue;
+            }
+            const int b = (int)(issued % TC_XFER_NBUF);
+            e = cudaMemcpyAsync(x->buf[b], g->dev + at * g->dev_es, len * g->dev_es,
+                                cudaMemcpyDeviceToHost, x->s);
+            if (e == cudaSuccess)
+                e = cudaEventRecord(x->ev[b], x->s);
+            issued++;
+        }
+        if (e != cudaSuccess || atomic_load_explicit(&f->failed, memory_order_relaxed))
+            break;
+        if (drained == issued) {
+            if (q_in >= f->steps)
+                break;
+            continue;
+        }
+        while (!tc_piece_next(&out, &g, &at, &len)) /* the same sequence, behind */
+            out = (tc_piece_it){&f->down[++q_out], d, -1, 0, 0};
+        const int b = (int)(drained % TC_XFER_NBUF);
+        if ((e = cudaEventSynchronize(x->ev[b])) == cudaSuccess)
+            tc_copy_out(g->host + at * g->host_es, x->buf[b], len * g->host_es);
+        drained++;
+    }
+    if (e != cudaSuccess)
+        atomic_store(&f->failed, 1);
+    cudaError_t s = cudaStreamSynchronize(x->s);
+    f->err[1 + f->ul + d] = e != cudaSuccess ? e : s;
+}
+
+static void tc_flow_launcher(tc_flow *f)
+{
+    cudaError_t e = cudaSuccess;
+    for (int q = 0; q < f->steps; q++) {
+        while (atomic_load_explicit(&f->up_done[q], memory_order_acquire) < f->ul &&
+               !atomic_load_explicit(&f->failed, memory_order_relaxed))
+            tc_flow_wait();
+        if (atomic_load_explicit(&f->failed, memory_order_relaxed))
+            break;
+        for (int u = 0; u < f->ul && e == cudaSuccess; u++)
+            e = cudaStreamWaitEvent(f->stream, tc_lanes[u].step_ev[q], 0);
+        if (e != cudaSuccess || f->launch(f->ctx, q) != 0) {
+            atomic_store(&f->failed, 1);
+            break;
+        }
+        if ((e = cudaEventRecord(f->done_ev[q], f->stream)) != cudaSuccess) {
+            atomic_store(&f->failed, 1);
+            break;
+        }
+        if (q == 0)
+            f->t_first = tc_grb_now_ms();
+        atomic_store_explicit(&f->launched, q + 1, memory_order_release);
+    }
+    f->err[0] = e;
+}
+
+static void tc_flow_lane(void *arg, int l)
+{
+    tc_flow *f = arg;
+    if (l == 0)
+        tc_flow_launcher(f);
+    else if (l <= f->ul)
+        tc_flow_up(f, l - 1);
+    else
+        tc_flow_down(f, l - 1 - f->ul);
+}
+
+/* Runs the flow f (steps, up, down, launch, ctx, stream, done_ev set): 0; 1 when its lanes
+ * could not run at once (nothing moved: the caller goes step by step); -1 on a failure (why
+ * says which, unless the launch callback wrote it). */
+static int tc_flow_run(tc_flow *f, char *why, size_t n)
+{
+    size_t ub = 0, db = 0;
+    for (int q = 0; q < f->steps; q++) {
+        ub += tc_xfer_job_bytes(&f->up[q]);
+        db += tc_xfer_job_bytes(&f->down[q]);
+    }
+    const int lanes = tc_nlanes - 1; /* one thread launches */
+    if (lanes < 2 || ub == 0 || db == 0)
+        return 1;
+    int ul = (int)((double)lanes * (double)ub / (double)(ub + db) + 0.5);
+    f->ul = ul < 1 ? 1 : ul > lanes - 1 ? lanes - 1 : ul;
+    f->dl = lanes - f->ul;
+    for (int q = 0; q < f->steps; q++) {
+        f->up[q].lanes = f->ul;
+        f->up[q].lane0 = 0;
+        f->down[q].lanes = f->dl;
+        f->down[q].lane0 = f->ul;
+        atomic_init(&f->up_done[q], 0);
+    }
+    atomic_init(&f->launched, 0);
+    atomic_init(&f->failed, 0);
+    for (int l = 0; l <= TC_XFER_LANES; l++)
+        f->err[l] = cudaSuccess;
+    cudaError_t e = cudaGetDevice(&f->device);
+    if (e != cudaSuccess)
+        return tc_fail(why, n, "cudaGetDevice", e);
+    if (tc_grb_run_lanes_together(1 + lanes, tc_flow_lane, f) != 0)
+        return 1;
+    for (int l = 1; l <= lanes; l++)
+        if (f->err[l] != cudaSuccess) {
+            (void)cudaGetLastError();
+            return tc_fail(why, n, l <= f->ul ? "staged copy to the device"
+                                              : "staged copy to the host", f->err[l]);
+        }
+    if (f->err[0] != cudaSuccess)
+        return tc_fail(why, n, "a slice's launch", f->err[0]);
+    if (atomic_load(&f->failed))
+        return -1; /* the launch callback said why */
+    return 0;
+}
+
 /* Adds slice s of A (rows r0..r1) to an upload job: offsets rebased, indices narrowed,
  * values.  dp holds slice s's offsets from entry r0 + s (each slice has one more).  -1 when
  * the job has no room for three more arrays (it never holds more than B before). */
@@ -799,34 +1018,17 @@ static int tc_pipe_add_a(tc_xfer_job *j, const tc_grb_csr *A, int64_t r0, int64_
     return 0;
 }
 
-static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *B,
-                                tc_grb_pin *pin_b, tc_grb_pin_state st_b, void *out,
-                                tc_grb_times *t, char *why, size_t n)
+/* Row cuts r[0..ns] of ns slices that move equal bytes (A's indices and values up, C's rows
+ * down); every slice at least one row (A->rows >= ns). */
+static void tc_pipe_cuts(const tc_grb_csr *A, size_t es, size_t rowb, int ns, int64_t *r)
 {
-    enum { S = TC_PIPE_SLICES };
-    const size_t es = tc_grb_esize(vt);
-    const cudaDataType ty = tc_cuda_type(vt);
-    const int64_t m = A->rows, cols = B->cols;
-    const size_t rowb = (size_t)cols * es;
-    tcsparseSpMatDescr_t dA[S] = {NULL};
-    tcsparseDnMatDescr_t dB = NULL, dC[S] = {NULL};
-    cudaEvent_t done_ev[S] = {NULL};
-    void *dp, *dj, *dx, *b_dev, *c_dev, *work = NULL;
-    size_t wbytes = 0;
-    int64_t r[S + 1];
-    int rc = -1;
-    const void *one = tc_scalar(vt, 1), *zero = tc_scalar(vt, 0);
-    tcsparseStatus_t s;
-    cudaError_t e;
-    cudaStream_t stream;
-
-    /* slice bounds: equal shares of A's bytes up plus C's bytes down */
+    const int64_t m = A->rows;
     const double wa = (double)(4 + es), wc = (double)rowb;
     const double total = wa * (double)A->nnz + wc * (double)m;
     r[0] = 0;
-    r[S] = m;
-    for (int q = 1; q < S; q++) {
-        const double goal = total * q / S;
+    r[ns] = m;
+    for (int q = 1; q < ns; q++) {
+        const double goal = total * q / ns;
         int64_t lo = r[q - 1], hi = m;
         while (lo < hi) { /* first row whose prefix reaches the goal */
             const int64_t mid = lo + (hi - lo) / 2;
@@ -837,22 +1039,150 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
         }
         r[q] = lo;
     }
-    for (int q = 1; q < S; q++) /* every slice at least one row (m >= S) */
+    for (int q = 1; q < ns; q++)
         r[q] = r[q] > r[q - 1] ? r[q] : r[q - 1] + 1;
-    for (int q = S - 1; q > 0; q--)
+    for (int q = ns - 1; q > 0; q--)
         r[q] = r[q] < r[q + 1] ? r[q] : r[q + 1] - 1;
+}
+
+/* How far each slice's columns reach into B, scanned on the host lanes. */
+typedef struct {
+    const GrB_Index *p, *j;
+    const int64_t *r;
+    int ns;
+    int64_t limit[TC_PIPE_MAX]; /* a slice reaching past this gives up */
+    int64_t reach[TC_PIPE_MAX]; /* 1 + the slice's largest column; 0 when it has none */
+    atomic_int give_up;
+    pthread_mutex_t lock;
+} tc_reach_job;
+
+#define TC_REACH_STEP 65536 /* entries between looks at give_up */
+
+static void tc_reach_part(void *arg, size_t lo, size_t hi)
+{
+    tc_reach_job *rj = arg;
+    int64_t top[TC_PIPE_MAX] = {0};
+    int q = 0, quit = 0;
+    for (size_t e = lo; e < hi && !quit;) {
+        while ((size_t)rj->p[rj->r[q + 1]] <= e) /* e < nnz: stops at q <= ns - 1 */
+            q++;
+        size_t end = (size_t)rj->p[rj->r[q + 1]];
+        end = end < hi ? end : hi;
+        end = end < e + TC_REACH_STEP ? end : e + TC_REACH_STEP;
+        GrB_Index t = 0;
+        for (size_t i = e; i < end; i++)
+            t = rj->j[i] > t ? rj->j[i] : t;
+        if ((int64_t)t + 1 > top[q])
+            top[q] = (int64_t)t + 1;
+        if (top[q] > rj->limit[q]) {
+            atomic_store(&rj->give_up, 1);
+            quit = 1;
+        } else if (atomic_load_explicit(&rj->give_up, memory_order_relaxed)) {
+            quit = 1;
+        }
+        e = end;
+    }
+    pthread_mutex_lock(&rj->lock);
+    for (int s = 0; s < rj->ns; s++)
+        rj->reach[s] = top[s] > rj->reach[s] ? top[s] : rj->reach[s];
+    pthread_mutex_unlock(&rj->lock);
+}
+
+/* B's chunk bounds bc[0..ns-1] (chunk s: rows bc[s-1] to bc[s], bc[-1] = 0) when every slice
+ * s of A (cut at r) reaches no further than its share of B plus a quarter of it; 0 when one
+ * reaches further (B then goes up whole), 1 otherwise.  bc[ns - 1] is all of B. */
+static int tc_pipe_reach(const tc_grb_csr *A, const int64_t *r, int ns, int64_t *bc)
+{
+    const int64_t k = A->cols;
+    tc_reach_job rj;
+    memset(&rj, 0, sizeof rj);
+    rj.p = A->p;
+    rj.j = A->j;
+    rj.r = r;
+    rj.ns = ns;
+    for (int q = 0; q < ns; q++)
+        rj.limit[q] = k / ns * (q + 1) + k % ns * (q + 1) / ns + k / 4;
+    atomic_init(&rj.give_up, 0);
+    pthread_mutex_init(&rj.lock, NULL);
+    tc_grb_parallel((size_t)A->nnz, sizeof *A->j, tc_reach_part, &rj);
+    pthread_mutex_destroy(&rj.lock);
+    if (atomic_load(&rj.give_up))
+        return 0;
+    int64_t at = 0;
+    for (int q = 0; q < ns; q++) {
+        at = rj.reach[q] > at ? rj.reach[q] : at;
+        bc[q] = q == ns - 1 ? k : at < k ? at : k;
+    }
+    return 1;
+}
+
+/* What a sliced SpMM's step launches: slice q's multiplication on the handle's stream. */
+typedef struct {
+    tcsparseSpMatDescr_t *dA;
+    tcsparseDnMatDescr_t dB, *dC;
+    cudaDataType ty;
+    const void *one, *zero;
+    void *work;
+    char *why;
+    size_t n;
+} tc_pipe_ctx;
+
+static int tc_pipe_launch(void *arg, int q)
+{
+    tc_pipe_ctx *c = arg;
+    tcsparseStatus_t s = tcsparseSpMM(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                                      TCSPARSE_OPERATION_NON_TRANSPOSE, c->one, c->dA[q], c->dB,
+                                      c->zero, c->dC[q], c->ty, TCSPARSE_SPMM_ALG_DEFAULT, c->work);
+    return s == TCSPARSE_STATUS_SUCCESS ? 0 : tc_tcfail(c->why, c->n, "tcsparseSpMM", s);
+}
+
+static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *B,
+                                tc_grb_pin *pin_b, tc_grb_pin_state st_b, void *out,
+                                tc_grb_times *t, char *why, size_t n)
+{
+    enum { SMAX = TC_PIPE_MAX };
+    const size_t es = tc_grb_esize(vt);
+    const cudaDataType ty = tc_cuda_type(vt);
+    const int64_t m = A->rows, cols = B->cols;
+    const size_t rowb = (size_t)cols * es;
+    tcsparseSpMatDescr_t dA[SMAX] = {NULL};
+    tcsparseDnMatDescr_t dB = NULL, dC[SMAX] = {NULL};
+    cudaEvent_t done_ev[SMAX] = {NULL};
+    void *dp, *dj, *dx, *b_dev, *c_dev, *work = NULL;
+    size_t wbytes = 0;
+    int64_t r[SMAX + 1], bc[SMAX];
+    int rc = -1, S = TC_PIPE_SLICES, wave = 0;
+    tc_flow *flow = NULL;
+    const void *one = tc_scalar(vt, 1), *zero = tc_scalar(vt, 0);
+    tcsparseStatus_t s;
+    cudaError_t e;
+    cudaStream_t stream;
 
     double t0 = tc_grb_now_ms();
-    tc_xfer_job up, down;
+    /* read at every call, so that a benchmark can interleave the settings */
+    const char *fe = getenv("TCSPARSE_GRB_FLOW"), *we = getenv("TCSPARSE_GRB_WAVE");
+    const int flow_env = !(fe != NULL && strcmp(fe, "0") == 0);
+    const long wv = we != NULL && *we != '\0' ? strtol(we, NULL, 10) : TC_PIPE_FINE;
+    const int fine = wv == 0 ? 0 : wv >= 2 && wv <= TC_PIPE_MAX ? (int)wv : TC_PIPE_FINE;
+    if (fine > 0 && (pin_b == NULL || st_b == TC_PIN_NONE) && m >= fine && A->nnz > 0) {
+        tc_pipe_cuts(A, es, rowb, fine, r);
+        if ((wave = tc_pipe_reach(A, r, fine, bc)) != 0)
+            S = fine;
+    }
+    if (!wave)
+        tc_pipe_cuts(A, es, rowb, S, r);
+
+    tc_xfer_job up;
     memset(&up, 0, sizeof up);
     up.up = 1;
-    tc_defer_begin(); /* B (when not resident) joins the first job */
+    tc_defer_begin(); /* B (when it goes up whole) joins the first job */
     if (tc_handle(why, n) || tc_route_for(1, why, n) ||
         tc_scratch_get(TC_S_P, (size_t)(m + 1 + S) * 4, &dp, why, n) ||
         tc_scratch_get(TC_S_J, (size_t)A->nnz * 4 + 4, &dj, why, n) ||
         tc_scratch_get(TC_S_X, (size_t)A->nnz * es + es, &dx, why, n) ||
         tc_scratch_get(TC_S_OUT, (size_t)m * rowb, &c_dev, why, n) ||
-        tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n)) {
+        (wave ? tc_scratch_get(TC_S_B, (size_t)B->rows * rowb, &b_dev, why, n)
+              : tc_dense_up(B, pin_b, st_b, TC_S_B, es, &b_dev, why, n))) {
         tc_defer_end(1, why, n);
         goto done;
     }
@@ -891,35 +1221,60 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     if (tc_scratch_get(TC_S_WORK, wbytes, &work, why, n))
         goto done;
 
-    if (tc_pipe_add_a(&up, A, r[0], r[1], 0, dp, dj, dx, es, why, n) ||
-        tc_xfer_run(&up, why, n))
+    /* the steps' jobs: step q moves B's chunk q (wave) and A's slice q up, and C's slice q
+     * down once slice q is multiplied; step 0's upload also holds B when it goes up whole */
+    if ((flow = calloc(1, sizeof *flow)) == NULL) {
+        snprintf(why, n, "out of host memory");
         goto done;
-    double t1 = tc_grb_now_ms();
+    }
+    flow->steps = S;
     for (int q = 0; q < S; q++) {
-        s = tcsparseSpMM(tc_h, TCSPARSE_OPERATION_NON_TRANSPOSE,
-                         TCSPARSE_OPERATION_NON_TRANSPOSE, one, dA[q], dB, zero, dC[q], ty,
-                         TCSPARSE_SPMM_ALG_DEFAULT, work);
-        if (s != TCSPARSE_STATUS_SUCCESS) {
-            tc_tcfail(why, n, "tcsparseSpMM", s);
+        tc_xfer_job *u = &flow->up[q], *d = &flow->down[q];
+        if (q == 0)
+            *u = up; /* B, deferred above (nothing when resident or in chunks) */
+        u->up = 1;
+        const int64_t b0 = q == 0 ? 0 : bc[q - 1], b1 = bc[q];
+        if (wave && b1 > b0)
+            u->seg[u->nseg++] = (tc_xfer_seg){(char *)b_dev + (size_t)b0 * rowb,
+                                              (char *)B->x + (size_t)b0 * rowb,
+                                              (size_t)(b1 - b0) * rowb, 1, 1, 0};
+        if (tc_pipe_add_a(u, A, r[q], r[q + 1], q, dp, dj, dx, es, why, n))
             goto done;
+        d->nseg = 1;
+        d->seg[0] = (tc_xfer_seg){(char *)c_dev + (size_t)r[q] * rowb,
+                                  (char *)out + (size_t)r[q] * rowb,
+                                  (size_t)(r[q + 1] - r[q]) * rowb, 1, 1, 0};
+    }
+    tc_pipe_ctx ctx = {dA, dB, dC, ty, one, zero, work, why, n};
+    flow->launch = tc_pipe_launch;
+    flow->ctx = &ctx;
+    flow->stream = stream;
+    flow->done_ev = done_ev;
+    double t1 = tc_grb_now_ms();
+    const int fr = flow_env ? tc_flow_run(flow, why, n) : 1;
+    if (fr < 0)
+        goto done;
+    if (fr == 0) {
+        t1 = flow->t_first;
+    } else {
+        /* step by step: an upload and a download at once, then the next step */
+        if (tc_xfer_run(&flow->up[0], why, n))
+            goto done;
+        t1 = tc_grb_now_ms();
+        for (int q = 0; q < S; q++) {
+            if (tc_pipe_launch(&ctx, q))
+                goto done;
+            if ((e = cudaEventRecord(done_ev[q], stream)) != cudaSuccess) {
+                tc_fail(why, n, "cudaEventRecord", e);
+                goto done;
+            }
+            tc_xfer_job none;
+            memset(&none, 0, sizeof none);
+            none.up = 1;
+            flow->down[q].after = done_ev[q];
+            if (tc_xfer_run_pair(q + 1 < S ? &flow->up[q + 1] : &none, &flow->down[q], why, n))
+                goto done;
         }
-        if ((e = cudaEventRecord(done_ev[q], stream)) != cudaSuccess) {
-            tc_fail(why, n, "cudaEventRecord", e);
-            goto done;
-        }
-        memset(&up, 0, sizeof up);
-        up.up = 1;
-        if (q + 1 < S &&
-            tc_pipe_add_a(&up, A, r[q + 1], r[q + 2], q + 1, dp, dj, dx, es, why, n))
-            goto done;
-        memset(&down, 0, sizeof down);
-        down.after = done_ev[q];
-        down.nseg = 1;
-        down.seg[0] = (tc_xfer_seg){(char *)c_dev + (size_t)r[q] * rowb,
-                                    (char *)out + (size_t)r[q] * rowb,
-                                    (size_t)(r[q + 1] - r[q]) * rowb, 1, 1, 0};
-        if (tc_xfer_run_pair(&up, &down, why, n))
-            goto done;
     }
     if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) {
         tc_fail(why, n, "tcsparseSpMM", e);
@@ -931,7 +1286,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     t->download = t2 - t1;
     tc_kernel_name(t);
     snprintf(t->kernel + strlen(t->kernel), sizeof t->kernel - strlen(t->kernel),
-             ", %d slices", S);
+             wave ? ", %d slices, B in chunks" : ", %d slices", S);
     rc = 0;
 done:
     if (rc != 0) {
@@ -949,6 +1304,7 @@ done:
     }
     if (dB != NULL)
         tcsparseDestroyDnMat(dB);
+    free(flow);
     return rc;
 }
 

@@ -187,6 +187,9 @@ void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi);
 /* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
  * caller's); a thread that cannot be created has its lane run on the caller's thread. */
 void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);
+/* The same for lanes that wait on each other: all run at once (TCSPARSE_GRB_OMP's choice of
+ * threads), or none runs and -1 comes back. */
+int tc_grb_run_lanes_together(int lanes, void (*fn)(void *arg, int lane), void *arg);
 /* 1 when the n bytes at a and b are equal (compared on several threads when n is large). */
 int tc_grb_same_bytes(const void *a, const void *b, size_t n);
 /* Logging (TCSPARSE_LOG) and counters. */

@@ -147,6 +147,71 @@ void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
             pthread_join(th[l], NULL);
 }
 
+/* Lanes that wait on each other must all run at once: each thread waits at a gate until
+ * every one of them exists, and none runs its lane if one could not be had. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int state; /* 0 waiting, 1 go, -1 called off */
+} tc_grb_gate;
+
+typedef struct {
+    tc_grb_lane_task task;
+    tc_grb_gate *gate;
+} tc_grb_gated_task;
+
+static void *tc_grb_gated_main(void *p)
+{
+    tc_grb_gated_task *t = p;
+    pthread_mutex_lock(&t->gate->lock);
+    while (t->gate->state == 0)
+        pthread_cond_wait(&t->gate->cond, &t->gate->lock);
+    const int go = t->gate->state > 0;
+    pthread_mutex_unlock(&t->gate->lock);
+    if (go)
+        t->task.fn(t->task.arg, t->task.lane);
+    return NULL;
+}
+
+int tc_grb_run_lanes_together(int lanes, void (*fn)(void *arg, int lane), void *arg)
+{
+    if (lanes < 1 || lanes > TC_GRB_MAX_THREADS)
+        return -1;
+#ifdef _OPENMP
+    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes &&
+        !omp_get_dynamic() && omp_get_max_active_levels() > omp_get_active_level()) {
+        int whole = 1;
+#pragma omp parallel num_threads(lanes)
+        {
+            /* every thread of the team sees the same count: all run their lane, or none */
+            if (omp_get_num_threads() == lanes)
+                fn(arg, omp_get_thread_num());
+            else if (omp_get_thread_num() == 0)
+                whole = 0;
+        }
+        return whole ? 0 : -1;
+    }
+#endif
+    pthread_t th[TC_GRB_MAX_THREADS];
+    tc_grb_gated_task task[TC_GRB_MAX_THREADS];
+    tc_grb_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int made = 1;
+    for (; made < lanes; made++) {
+        task[made] = (tc_grb_gated_task){{fn, arg, made}, &gate};
+        if (pthread_create(&th[made], NULL, tc_grb_gated_main, &task[made]) != 0)
+            break;
+    }
+    pthread_mutex_lock(&gate.lock);
+    gate.state = made == lanes ? 1 : -1;
+    pthread_cond_broadcast(&gate.cond);
+    pthread_mutex_unlock(&gate.lock);
+    if (made == lanes)
+        fn(arg, 0);
+    for (int l = 1; l < made; l++)
+        pthread_join(th[l], NULL);
+    return made == lanes ? 0 : -1;
+}
+
 typedef struct {
     const char *a, *b;
     volatile int differ;

@@ -34,6 +34,9 @@ typedef struct {
     int threads;
     int spmm, sddmm;
     FILE *csv;
+    char ab_name[64];      /* --ab NAME=V1,V2,...: cold calls under each value, interleaved */
+    char ab_val[8][32];
+    int ab_n;
 } opts_t;
 
 static double now_ms(void)
@@ -201,6 +204,67 @@ static void time_modes(const opts_t *o, call_t *c, GrB_Matrix ref, result_t *r)
     free(g);
 }
 
+/* --ab: rounds of one GraphBLAS call and one cold call under each value of the environment
+ * variable (which the adapter reads at every call), so that the host's drift touches every
+ * alternative alike; median and minimum of each. */
+static void time_ab(const opts_t *o, call_t *c, const char *input, int N)
+{
+    const int k = o->ab_n + 1; /* alternative 0: GraphBLAS */
+    double *t = malloc(sizeof *t * (size_t)(o->reps * k)), *one = malloc(sizeof *one * (size_t)o->reps);
+    const char *old = getenv(o->ab_name);
+    char *keep = old != NULL ? strdup(old) : NULL;
+    for (int a = 0; a < k; a++) { /* warm-up */
+        if (a > 0)
+            setenv(o->ab_name, o->ab_val[a - 1], 1);
+        CHK(run(c, a > 0));
+    }
+    for (int i = 0; i < o->reps; i++)
+        for (int a = 0; a < k; a++) {
+            if (a > 0)
+                setenv(o->ab_name, o->ab_val[a - 1], 1);
+            double t0 = now_ms();
+            CHK(run(c, a > 0));
+            t[a * o->reps + i] = now_ms() - t0;
+        }
+    if (keep != NULL) {
+        setenv(o->ab_name, keep, 1);
+        free(keep);
+    } else {
+        unsetenv(o->ab_name);
+    }
+    printf("  a/b %-22.22s N=%-4d", input, N);
+    double gb = 0;
+    for (int a = 0; a < k; a++) {
+        double lo = t[a * o->reps];
+        for (int i = 0; i < o->reps; i++) {
+            one[i] = t[a * o->reps + i];
+            lo = one[i] < lo ? one[i] : lo;
+        }
+        const double med = median(one, o->reps);
+        if (a == 0) {
+            gb = med;
+            printf(" graphblas %.2f (min %.2f) |", med, lo);
+        } else {
+            printf(" %s=%s %.2f (min %.2f) %.2fx |", o->ab_name, o->ab_val[a - 1], med, lo,
+                   gb / med);
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+    free(t);
+    free(one);
+}
+
+/* the last --ab call's result against GraphBLAS's */
+static void check_ab(call_t *c, GrB_Matrix ref)
+{
+    const double e = rel_err(c->C, ref);
+    if (e < 0 || e > 1e-4) {
+        fprintf(stderr, "a/b: the last call's result differs from GraphBLAS's (%.3e)\n", e);
+        exit(1);
+    }
+}
+
 static void report(const opts_t *o, const char *input, const tc_csr *m, const char *op, int N,
                    const result_t *r)
 {
@@ -247,8 +311,13 @@ static void bench_input(const opts_t *o, const char *input)
             call_t c = {ref, NULL, A, B, NULL};
             CHK(run(&c, 0));
             c.C = C;
-            time_modes(o, &c, ref, &r);
-            report(o, input, &m, "spmm", N, &r);
+            if (o->ab_n > 0) {
+                time_ab(o, &c, input, N);
+                check_ab(&c, ref);
+            } else {
+                time_modes(o, &c, ref, &r);
+                report(o, input, &m, "spmm", N, &r);
+            }
             GrB_Matrix_free(&B);
             GrB_Matrix_free(&C);
             GrB_Matrix_free(&ref);
@@ -262,8 +331,13 @@ static void bench_input(const opts_t *o, const char *input)
             CHK(run(&c, 0));
             c.C = C;
             memset(&r, 0, sizeof r);
-            time_modes(o, &c, ref, &r);
-            report(o, input, &m, "sddmm", N, &r);
+            if (o->ab_n > 0) {
+                time_ab(o, &c, input, N);
+                check_ab(&c, ref);
+            } else {
+                time_modes(o, &c, ref, &r);
+                report(o, input, &m, "sddmm", N, &r);
+            }
             GrB_Matrix_free(&X);
             GrB_Matrix_free(&Y);
             GrB_Matrix_free(&C);
@@ -278,7 +352,10 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: tcsparse-bench-grb [-n 16,64,256] [-r REPS] [-t THREADS] [--op spmm|sddmm|both]\n"
-            "                          [--csv FILE] INPUT...\n"
+            "                          [--csv FILE] [--ab NAME=V1,V2,...] INPUT...\n"
+            "--ab: instead of the modes, rounds of a GraphBLAS call and a cold call under each\n"
+            "value of environment variable NAME (read by the adapter at every call:\n"
+            "TCSPARSE_GRB_WAVE, TCSPARSE_GRB_FLOW), interleaved; median and minimum of each.\n"
             "INPUT: a Matrix Market file (.mtx, .mtx.gz) or a generator spec (rmat:SCALE:EF,\n"
             "uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT, diag:FILE:COPIES).\n");
     exit(2);
@@ -306,6 +383,23 @@ int main(int argc, char **argv)
             const char *v = argv[++i];
             o.spmm = strcmp(v, "sddmm") != 0;
             o.sddmm = strcmp(v, "spmm") != 0;
+        } else if (strcmp(argv[i], "--ab") == 0 && i + 1 < argc) {
+            const char *v = argv[++i], *eq = strchr(v, '=');
+            if (eq == NULL || eq == v || (size_t)(eq - v) >= sizeof o.ab_name) {
+                fprintf(stderr, "--ab wants NAME=V1,V2,...\n");
+                return 2;
+            }
+            memcpy(o.ab_name, v, (size_t)(eq - v));
+            o.ab_name[eq - v] = '\0';
+            char vals[256];
+            snprintf(vals, sizeof vals, "%s", eq + 1);
+            o.ab_n = 0;
+            for (char *t = strtok(vals, ","); t != NULL && o.ab_n < 8; t = strtok(NULL, ","))
+                snprintf(o.ab_val[o.ab_n++], sizeof o.ab_val[0], "%s", t);
+            if (o.ab_n == 0) {
+                fprintf(stderr, "--ab wants NAME=V1,V2,...\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
             o.csv = fopen(argv[++i], "w");
             if (o.csv == NULL) {

@@ -362,22 +362,66 @@ static void uneven_csr(tc_csr *g, int empty_head)
         }
 }
 
+/* A's columns following its rows (B then goes up in chunks beside the slices of A): row i of
+ * rows x cols (cols = rows / 2) has up to 4 columns near i / 2, every eleventh row empty.
+ * kind 1: one row in the middle also reaches B's last row (B goes up whole); kind 2: the
+ * first 30% of the rows empty (slices with nothing to reach), cols = rows. */
+static void local_csr(tc_csr *g, int kind)
+{
+    const int64_t rows = 9000, cols = kind == 2 ? rows : rows / 2;
+    g->rows = rows;
+    g->cols = cols;
+    g->row_off = malloc(sizeof *g->row_off * (size_t)(rows + 1));
+    g->col = malloc(sizeof *g->col * (size_t)(rows * 4 + 1));
+    g->val = malloc(sizeof *g->val * (size_t)(rows * 4 + 1));
+    cr_assert(g->row_off != NULL && g->col != NULL && g->val != NULL);
+    g->row_off[0] = 0;
+    uint64_t s = 777;
+    int64_t k = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        const int empty = i % 11 == 5 || (kind == 2 && i < rows * 3 / 10);
+        const int64_t c0 = i * cols / rows;
+        for (int64_t q = 0; !empty && q < 4; q++) {
+            int64_t c = c0 - 3 + 2 * q;
+            if (kind == 1 && i == rows / 2 && q == 3)
+                c = cols - 1;
+            if (c < 0 || c >= cols || (k > g->row_off[i] && c <= g->col[k - 1]))
+                continue;
+            g->col[k] = (int32_t)c;
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            g->val[k++] = (double)(s >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+        }
+        g->row_off[i + 1] = k;
+    }
+    g->nnz = k;
+}
+
 /* Cold SpMM calls that must take the sliced path, each against GrB_mxm, twice into the same
  * C: uneven rows, empty rows (a bitmap result), leading empty slices, N that leaves C's rows
- * unaligned. */
+ * unaligned; B in chunks exactly where A's columns follow its rows (wave: 1 must, 0 must
+ * not). */
 static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol)
 {
-    const char *specs[4] = {NULL, NULL, "rmat:12:8", "uniform:20000:20000:4"};
-    const GrB_Index ns[4][2] = {{7, 64}, {5, 32}, {33, 1}, {16, 100}};
+    enum { F = 8 };
+    const char *specs[F] = {NULL, NULL, "rmat:12:8", "uniform:20000:20000:4",
+                            "banded:20000:40", NULL, NULL, NULL};
+    const char *labels[F] = {"uneven rows", "empty head", NULL, NULL,
+                             NULL, "local rectangular", "local, one far column",
+                             "local, empty head"};
+    const int wave[F] = {0, 1, 0, 0, 1, 1, 0, 1};
+    const GrB_Index ns[F][2] = {{7, 64}, {5, 32}, {33, 1}, {16, 100},
+                                {7, 64}, {1, 33}, {16, 5}, {64, 8}};
     int failures = 0;
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < F; f++) {
         tc_csr g;
         char err[200], msg[300];
-        if (specs[f] == NULL)
+        if (specs[f] != NULL)
+            cr_assert_eq(tc_csr_load(specs[f], &g, err, sizeof err), 0, "%s", err);
+        else if (f < 2)
             uneven_csr(&g, f == 1);
         else
-            cr_assert_eq(tc_csr_load(specs[f], &g, err, sizeof err), 0, "%s", err);
-        const char *label = specs[f] != NULL ? specs[f] : f == 1 ? "empty head" : "uneven rows";
+            local_csr(&g, f - 5);
+        const char *label = specs[f] != NULL ? specs[f] : labels[f];
         GrB_Matrix A = tg_from_csr(&g, t);
         for (int q = 0; q < 2; q++) {
             const GrB_Index R = (GrB_Index)g.rows, K = (GrB_Index)g.cols, N = ns[f][q];
@@ -389,10 +433,13 @@ static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol)
                 tcsparse_GrB_stats_t st;
                 cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
                 tcsparse_GrB_get_stats(&st);
+                const int chunks = strstr(st.last_kernel, "B in chunks") != NULL;
                 if (st.last_path != TCSPARSE_GRB_PATH_SPMM ||
-                    strstr(st.last_kernel, "slices") == NULL) {
-                    cr_log_error("%s N=%d call %d: not sliced: path %d, %s (%s)", label, (int)N,
-                                 again, (int)st.last_path, st.last_kernel, st.last_reason);
+                    strstr(st.last_kernel, "slices") == NULL || chunks != wave[f]) {
+                    cr_log_error("%s N=%d call %d: not sliced as expected (B in chunks: %s): "
+                                 "path %d, %s (%s)", label, (int)N, again,
+                                 wave[f] ? "yes" : "no", (int)st.last_path, st.last_kernel,
+                                 st.last_reason);
                     failures++;
                 } else if (tg_compare(C2, C1, tol, msg, sizeof msg) != 0) {
                     cr_log_error("%s N=%d call %d: %s", label, (int)N, again, msg);
@@ -420,8 +467,20 @@ Test(grb_gpu, sliced_spmm)
     cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5), 0);
 }
 
+/* The same step by step (TCSPARSE_GRB_FLOW=0: a barrier between the slices' transfers, the
+ * path taken when the flow's lanes cannot run at once). */
+Test(grb_gpu, sliced_spmm_step_by_step)
+{
+    TC_REQUIRE_GPU();
+    setenv("TCSPARSE_GRB_PIPE", "1", 1);
+    setenv("TCSPARSE_GRB_THREADS", "4", 1);
+    setenv("TCSPARSE_GRB_FLOW", "0", 1);
+    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5), 0);
+}
+
 /* The same in FP64, with 64 KiB staging buffers (each lane cycles its two buffers many times
- * within one array) and threads of the adapter's own instead of the OpenMP pool. */
+ * within one array) and threads of the adapter's own instead of the OpenMP pool (the flow's
+ * lanes through their start gate), 3 lanes: one up, one down, one launching. */
 Test(grb_gpu, sliced_spmm_fp64_small_buffers_own_threads)
 {
     TC_REQUIRE_GPU();
