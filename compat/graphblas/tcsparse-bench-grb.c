@@ -288,6 +288,8 @@ static void report(const opts_t *o, const char *input, const tc_csr *m, const ch
                 r->ms[M_GRB] / r->ms[M_TRUST], worst,
                 s->last_path == TCSPARSE_GRB_PATH_GRAPHBLAS ? s->last_reason : s->last_kernel,
                 s->ms_acquire, s->ms_upload, s->ms_compute, s->ms_download, s->ms_finish);
+    if (o->csv != NULL)
+        fflush(o->csv); /* a run cut off keeps its rows */
     fflush(stdout);
 }
 
