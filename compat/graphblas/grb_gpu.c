@@ -732,7 +732,8 @@ static void tc_kernel_name(tc_grb_times *t)
  * A's columns (on the host lanes) decides; it gives up at the first column past the slice's
  * share of B plus a quarter of B, so matrices without that locality pay little for it.
  * TCSPARSE_GRB_PIPE=0 turns slicing off, =1 takes it for calls below TC_PIPE_MIN too;
- * TCSPARSE_GRB_WAVE=0 keeps B whole, =2..32 sets the number of slices then. */
+ * TCSPARSE_GRB_WAVE=0 keeps B whole, =2..32 sets the number of slices then (default 16, 8
+ * when the call goes step by step: each step then ends in a barrier). */
 
 #define TC_PIPE_SLICES 4
 #define TC_PIPE_FINE 16 /* slices when B goes up in chunks (TCSPARSE_GRB_WAVE: 2..32) */
@@ -856,6 +857,8 @@ static void tc_flow_up(tc_flow *f, int u)
     }
     cudaError_t s = cudaStreamSynchronize(x->s);
     f->err[1 + u] = e != cudaSuccess ? e : s;
+    if (f->err[1 + u] != cudaSuccess)
+        (void)cudaGetLastError(); /* not left on a pool thread */
 }
 
 static void tc_flow_down(tc_flow *f, int d)
@@ -914,6 +917,8 @@ static void tc_flow_down(tc_flow *f, int d)
         atomic_store(&f->failed, 1);
     cudaError_t s = cudaStreamSynchronize(x->s);
     f->err[1 + f->ul + d] = e != cudaSuccess ? e : s;
+    if (f->err[1 + f->ul + d] != cudaSuccess)
+        (void)cudaGetLastError();
 }
 
 static void tc_flow_launcher(tc_flow *f)
@@ -1162,8 +1167,14 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     /* read at every call, so that a benchmark can interleave the settings */
     const char *fe = getenv("TCSPARSE_GRB_FLOW"), *we = getenv("TCSPARSE_GRB_WAVE");
     const int flow_env = !(fe != NULL && strcmp(fe, "0") == 0);
-    const long wv = we != NULL && *we != '\0' ? strtol(we, NULL, 10) : TC_PIPE_FINE;
-    const int fine = wv == 0 ? 0 : wv >= 2 && wv <= TC_PIPE_MAX ? (int)wv : TC_PIPE_FINE;
+    char *wend = NULL;
+    const long wv = we != NULL && *we != '\0' ? strtol(we, &wend, 10) : -1;
+    /* step by step, every slice costs a barrier: 8 slices did best there, 16 in one flow */
+    (void)tc_xfer_lanes_for(SIZE_MAX); /* sets the lanes up */
+    const int step_only = !flow_env || tc_nlanes < 3;
+    const int fine = wend != NULL && *wend == '\0' && (wv == 0 || (wv >= 2 && wv <= TC_PIPE_MAX))
+                         ? (int)wv
+                         : step_only ? TC_PIPE_FINE / 2 : TC_PIPE_FINE;
     if (fine > 0 && (pin_b == NULL || st_b == TC_PIN_NONE) && m >= fine && A->nnz > 0) {
         tc_pipe_cuts(A, es, rowb, fine, r);
         if ((wave = tc_pipe_reach(A, r, fine, bc)) != 0)
@@ -1285,8 +1296,8 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     t->compute = 0; /* inside the next figure: slices overlap their transfers */
     t->download = t2 - t1;
     tc_kernel_name(t);
-    snprintf(t->kernel + strlen(t->kernel), sizeof t->kernel - strlen(t->kernel),
-             wave ? ", %d slices, B in chunks" : ", %d slices", S);
+    snprintf(t->kernel + strlen(t->kernel), sizeof t->kernel - strlen(t->kernel), ", %d slices%s%s",
+             S, wave ? ", B in chunks" : "", fr == 0 ? ", one flow" : ", step by step");
     rc = 0;
 done:
     if (rc != 0) {

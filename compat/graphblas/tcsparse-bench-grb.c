@@ -207,7 +207,7 @@ static void time_modes(const opts_t *o, call_t *c, GrB_Matrix ref, result_t *r)
 /* --ab: rounds of one GraphBLAS call and one cold call under each value of the environment
  * variable (which the adapter reads at every call), so that the host's drift touches every
  * alternative alike; median and minimum of each. */
-static void time_ab(const opts_t *o, call_t *c, const char *input, int N)
+static void time_ab(const opts_t *o, call_t *c, const char *input, const char *op, int N)
 {
     const int k = o->ab_n + 1; /* alternative 0: GraphBLAS */
     double *t = malloc(sizeof *t * (size_t)(o->reps * k)), *one = malloc(sizeof *one * (size_t)o->reps);
@@ -232,7 +232,7 @@ static void time_ab(const opts_t *o, call_t *c, const char *input, int N)
     } else {
         unsetenv(o->ab_name);
     }
-    printf("  a/b %-22.22s N=%-4d", input, N);
+    printf("  a/b %-22.22s %-5s N=%-4d", input, op, N);
     double gb = 0;
     for (int a = 0; a < k; a++) {
         double lo = t[a * o->reps];
@@ -314,7 +314,7 @@ static void bench_input(const opts_t *o, const char *input)
             CHK(run(&c, 0));
             c.C = C;
             if (o->ab_n > 0) {
-                time_ab(o, &c, input, N);
+                time_ab(o, &c, input, "spmm", N);
                 check_ab(&c, ref);
             } else {
                 time_modes(o, &c, ref, &r);
@@ -334,7 +334,7 @@ static void bench_input(const opts_t *o, const char *input)
             c.C = C;
             memset(&r, 0, sizeof r);
             if (o->ab_n > 0) {
-                time_ab(o, &c, input, N);
+                time_ab(o, &c, input, "sddmm", N);
                 check_ab(&c, ref);
             } else {
                 time_modes(o, &c, ref, &r);

@@ -21,6 +21,8 @@ static void setup(void)
     unsetenv("TCSPARSE_GRB_NOUNPACK");
     unsetenv("TCSPARSE_GRB");
     unsetenv("TCSPARSE_ROUTE");
+    unsetenv("TCSPARSE_GRB_WAVE");
+    unsetenv("TCSPARSE_GRB_FLOW");
 }
 
 static void teardown(void)
@@ -397,10 +399,12 @@ static void local_csr(tc_csr *g, int kind)
 }
 
 /* Cold SpMM calls that must take the sliced path, each against GrB_mxm, twice into the same
- * C: uneven rows, empty rows (a bitmap result), leading empty slices, N that leaves C's rows
- * unaligned; B in chunks exactly where A's columns follow its rows (wave: 1 must, 0 must
- * not). */
-static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol)
+ * C with a different B each time (the device buffers then hold the first call's data, not
+ * the answer): uneven rows, empty rows (a bitmap result), leading empty slices, N that leaves
+ * C's rows unaligned.  B in chunks where every slice reaches no further into B than its
+ * share plus a quarter (wave: 1 must, 0 must not); the slices' transfers in one flow
+ * (flow = 1) or step by step (0). */
+static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol, int flow)
 {
     enum { F = 8 };
     const char *specs[F] = {NULL, NULL, "rmat:12:8", "uniform:20000:20000:4",
@@ -425,29 +429,32 @@ static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol)
         GrB_Matrix A = tg_from_csr(&g, t);
         for (int q = 0; q < 2; q++) {
             const GrB_Index R = (GrB_Index)g.rows, K = (GrB_Index)g.cols, N = ns[f][q];
-            GrB_Matrix B = full_of(t, K, N, 90 + q), C1, C2;
-            cr_assert_eq(GrB_Matrix_new(&C1, t, R, N), 0);
+            GrB_Matrix C2;
             cr_assert_eq(GrB_Matrix_new(&C2, t, R, N), 0);
-            cr_assert_eq(GrB_mxm(C1, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
             for (int again = 0; again < 2; again++) {
                 tcsparse_GrB_stats_t st;
+                GrB_Matrix B = full_of(t, K, N, 90 + q + 10 * again), C1;
+                cr_assert_eq(GrB_Matrix_new(&C1, t, R, N), 0);
+                cr_assert_eq(GrB_mxm(C1, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
                 cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, s, A, B, NULL), GrB_SUCCESS);
                 tcsparse_GrB_get_stats(&st);
                 const int chunks = strstr(st.last_kernel, "B in chunks") != NULL;
+                const int flowed = strstr(st.last_kernel, "one flow") != NULL;
                 if (st.last_path != TCSPARSE_GRB_PATH_SPMM ||
-                    strstr(st.last_kernel, "slices") == NULL || chunks != wave[f]) {
-                    cr_log_error("%s N=%d call %d: not sliced as expected (B in chunks: %s): "
-                                 "path %d, %s (%s)", label, (int)N, again,
-                                 wave[f] ? "yes" : "no", (int)st.last_path, st.last_kernel,
-                                 st.last_reason);
+                    strstr(st.last_kernel, "slices") == NULL || chunks != wave[f] ||
+                    flowed != flow) {
+                    cr_log_error("%s N=%d call %d: not sliced as expected (B in chunks: %s, "
+                                 "one flow: %s): path %d, %s (%s)", label, (int)N, again,
+                                 wave[f] ? "yes" : "no", flow ? "yes" : "no",
+                                 (int)st.last_path, st.last_kernel, st.last_reason);
                     failures++;
                 } else if (tg_compare(C2, C1, tol, msg, sizeof msg) != 0) {
                     cr_log_error("%s N=%d call %d: %s", label, (int)N, again, msg);
                     failures++;
                 }
+                GrB_Matrix_free(&B);
+                GrB_Matrix_free(&C1);
             }
-            GrB_Matrix_free(&B);
-            GrB_Matrix_free(&C1);
             GrB_Matrix_free(&C2);
         }
         GrB_Matrix_free(&A);
@@ -464,7 +471,7 @@ Test(grb_gpu, sliced_spmm)
     TC_REQUIRE_GPU();
     setenv("TCSPARSE_GRB_PIPE", "1", 1);
     setenv("TCSPARSE_GRB_THREADS", "5", 1);
-    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5), 0);
+    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5, 1), 0);
 }
 
 /* The same step by step (TCSPARSE_GRB_FLOW=0: a barrier between the slices' transfers, the
@@ -475,7 +482,7 @@ Test(grb_gpu, sliced_spmm_step_by_step)
     setenv("TCSPARSE_GRB_PIPE", "1", 1);
     setenv("TCSPARSE_GRB_THREADS", "4", 1);
     setenv("TCSPARSE_GRB_FLOW", "0", 1);
-    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5), 0);
+    cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5, 0), 0);
 }
 
 /* The same in FP64, with 64 KiB staging buffers (each lane cycles its two buffers many times
@@ -488,5 +495,5 @@ Test(grb_gpu, sliced_spmm_fp64_small_buffers_own_threads)
     setenv("TCSPARSE_GRB_THREADS", "3", 1);
     setenv("TCSPARSE_GRB_STAGE_KB", "64", 1);
     setenv("TCSPARSE_GRB_OMP", "0", 1);
-    cr_expect_eq(sliced_cases(GrB_FP64, GrB_PLUS_TIMES_SEMIRING_FP64, 1e-12), 0);
+    cr_expect_eq(sliced_cases(GrB_FP64, GrB_PLUS_TIMES_SEMIRING_FP64, 1e-12, 1), 0);
 }
