@@ -804,11 +804,13 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
  * move step after step (their ring of buffers runs on across steps) and record, per step,
  * an event once their part of it is issued; lane 0 waits until every upload lane has
  * issued step q, makes the computation's stream wait for their events, launches step q's
- * computation and records done_ev[q]; download lanes take each step's rows once it is
- * launched (their streams wait for done_ev[q]) and drain them as they arrive.  The lanes
+ * computation and records done_ev[q]; download lanes take pieces of each step's rows once it
+ * is launched (their streams wait for done_ev[q]) and drain them as they arrive, joined by
+ * the upload lanes once those have issued their last upload.  The lanes
  * wait on each other, so they run at once (tc_grb_run_lanes_together) or not at all. */
 typedef struct {
     int steps, ul, dl, device;
+    int join; /* upload lanes join the downloads when done (TCSPARSE_GRB_JOIN=0: not) */
     tc_xfer_job up[TC_FLOW_STEPS], down[TC_FLOW_STEPS]; /* upload lanes 0..ul-1 of tc_lanes,
                                                            download lanes ul..ul+dl-1 */
     int (*launch)(void *ctx, int step); /* enqueues step's work on stream; 0 or -1 */
@@ -817,6 +819,7 @@ typedef struct {
     cudaEvent_t *done_ev;
     double t_first; /* when step 0 was launched */
     atomic_int up_done[TC_FLOW_STEPS];
+    atomic_int next_piece[TC_FLOW_STEPS]; /* download pieces of each step claimed so far */
     atomic_int launched, failed;
     cudaError_t err[TC_XFER_LANES + 1];
 } tc_flow;
@@ -825,6 +828,8 @@ static void tc_flow_wait(void)
 {
     sched_yield();
 }
+
+static cudaError_t tc_flow_take_down(tc_flow *f, tc_xfer_lane *x);
 
 static void tc_flow_up(tc_flow *f, int u)
 {
@@ -855,45 +860,59 @@ static void tc_flow_up(tc_flow *f, int u)
             atomic_store(&f->failed, 1);
         atomic_fetch_add_explicit(&f->up_done[q], 1, memory_order_release);
     }
+    /* every upload issued: help with the downloads (this stream's uploads finish first) */
+    if (e == cudaSuccess && f->join && (e = tc_flow_take_down(f, x)) != cudaSuccess)
+        atomic_store(&f->failed, 1);
     cudaError_t s = cudaStreamSynchronize(x->s);
     f->err[1 + u] = e != cudaSuccess ? e : s;
     if (f->err[1 + u] != cudaSuccess)
         (void)cudaGetLastError(); /* not left on a pool thread */
 }
 
-static void tc_flow_down(tc_flow *f, int d)
+/* Takes slices of C down through lane x: pieces of a buffer each, claimed from a cursor per
+ * step, so that upload lanes join the download lanes once their uploads are all issued
+ * (a step's download is one array of bytes: C's rows of that slice).  Up
+ * to NBUF pieces are in flight; a step's pieces are claimed once it is launched (the lane's
+ * stream then waits for its done_ev), and what is in flight is drained before waiting for a
+ * launch.  Returns the first failure. */
+static cudaError_t tc_flow_take_down(tc_flow *f, tc_xfer_lane *x)
 {
-    tc_xfer_lane *x = &tc_lanes[f->ul + d];
-    cudaError_t e = cudaSetDevice(f->device);
-    const tc_xfer_seg *g;
-    size_t at, len, issued = 0, drained = 0;
-    int q_in = 0, q_out = 0, entered = 0;
-    tc_piece_it in = {&f->down[0], d, -1, 0, 0}, out = in;
+    struct {
+        const tc_xfer_seg *g;
+        size_t at, len;
+    } ring[TC_XFER_NBUF];
+    cudaError_t e = cudaSuccess;
+    size_t issued = 0, drained = 0;
+    int q = 0, entered = -1; /* the step whose done_ev this lane's stream waits for */
     while (e == cudaSuccess && !atomic_load_explicit(&f->failed, memory_order_relaxed)) {
-        /* issue up to NBUF pieces ahead, into the next step once it is launched */
-        while (e == cudaSuccess && issued - drained < TC_XFER_NBUF && q_in < f->steps) {
-            if (!entered) {
-                if (atomic_load_explicit(&f->launched, memory_order_acquire) <= q_in) {
-                    if (issued > drained)
-                        break; /* drain what is in flight first */
-                    while (atomic_load_explicit(&f->launched, memory_order_acquire) <= q_in &&
-                           !atomic_load_explicit(&f->failed, memory_order_relaxed))
-                        tc_flow_wait();
-                    if (atomic_load_explicit(&f->failed, memory_order_relaxed))
-                        break;
-                }
-                if ((e = cudaStreamWaitEvent(x->s, f->done_ev[q_in], 0)) != cudaSuccess)
+        while (e == cudaSuccess && issued - drained < TC_XFER_NBUF && q < f->steps) {
+            if (atomic_load_explicit(&f->launched, memory_order_acquire) <= q) {
+                if (issued > drained)
+                    break; /* drain what is in flight first */
+                while (atomic_load_explicit(&f->launched, memory_order_acquire) <= q &&
+                       !atomic_load_explicit(&f->failed, memory_order_relaxed))
+                    tc_flow_wait();
+                if (atomic_load_explicit(&f->failed, memory_order_relaxed))
                     break;
-                entered = 1;
             }
-            if (!tc_piece_next(&in, &g, &at, &len)) {
-                if (++q_in < f->steps)
-                    in = (tc_piece_it){&f->down[q_in], d, -1, 0, 0};
-                entered = 0;
+            const tc_xfer_seg *g = &f->down[q].seg[0];
+            const size_t piece = tc_xfer_buf, total = g->count * g->host_es;
+            const size_t k = (size_t)atomic_fetch_add_explicit(&f->next_piece[q], 1,
+                                                               memory_order_relaxed);
+            if (k >= (total + piece - 1) / piece) { /* this step's pieces are all taken */
+                q++;
                 continue;
             }
+            if (entered != q) {
+                if ((e = cudaStreamWaitEvent(x->s, f->done_ev[q], 0)) != cudaSuccess)
+                    break;
+                entered = q;
+            }
             const int b = (int)(issued % TC_XFER_NBUF);
-            e = cudaMemcpyAsync(x->buf[b], g->dev + at * g->dev_es, len * g->dev_es,
+            ring[b].g = g;
+            ring[b].at = k * piece;
+            ring[b].len = total - k * piece < piece ? total - k * piece : piece;
+            e = cudaMemcpyAsync(x->buf[b], g->dev + ring[b].at, ring[b].len,
                                 cudaMemcpyDeviceToHost, x->s);
             if (e == cudaSuccess)
                 e = cudaEventRecord(x->ev[b], x->s);
@@ -902,17 +921,24 @@ static void tc_flow_down(tc_flow *f, int d)
         if (e != cudaSuccess || atomic_load_explicit(&f->failed, memory_order_relaxed))
             break;
         if (drained == issued) {
-            if (q_in >= f->steps)
+            if (q >= f->steps)
                 break;
             continue;
         }
-        while (!tc_piece_next(&out, &g, &at, &len)) /* the same sequence, behind */
-            out = (tc_piece_it){&f->down[++q_out], d, -1, 0, 0};
         const int b = (int)(drained % TC_XFER_NBUF);
         if ((e = cudaEventSynchronize(x->ev[b])) == cudaSuccess)
-            tc_copy_out(g->host + at * g->host_es, x->buf[b], len * g->host_es);
+            tc_copy_out(ring[b].g->host + ring[b].at, x->buf[b], ring[b].len);
         drained++;
     }
+    return e;
+}
+
+static void tc_flow_down(tc_flow *f, int d)
+{
+    tc_xfer_lane *x = &tc_lanes[f->ul + d];
+    cudaError_t e = cudaSetDevice(f->device);
+    if (e == cudaSuccess)
+        e = tc_flow_take_down(f, x);
     if (e != cudaSuccess)
         atomic_store(&f->failed, 1);
     cudaError_t s = cudaStreamSynchronize(x->s);
@@ -980,7 +1006,10 @@ static int tc_flow_run(tc_flow *f, char *why, size_t n)
         f->down[q].lanes = f->dl;
         f->down[q].lane0 = f->ul;
         atomic_init(&f->up_done[q], 0);
+        atomic_init(&f->next_piece[q], 0);
     }
+    const char *je = getenv("TCSPARSE_GRB_JOIN");
+    f->join = !(je != NULL && strcmp(je, "0") == 0);
     atomic_init(&f->launched, 0);
     atomic_init(&f->failed, 0);
     for (int l = 0; l <= TC_XFER_LANES; l++)
