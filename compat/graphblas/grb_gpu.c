@@ -806,8 +806,8 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
  * issued step q, makes the computation's stream wait for their events, launches step q's
  * computation and records done_ev[q]; download lanes take pieces of each step's rows once it
  * is launched (their streams wait for done_ev[q]) and drain them as they arrive, joined by
- * the upload lanes once those have issued their last upload.  The lanes
- * wait on each other, so they run at once (tc_grb_run_lanes_together) or not at all. */
+ * the upload lanes once those have issued their last upload.  The lanes wait on each
+ * other, so they run at once (tc_grb_run_lanes_together) or not at all. */
 typedef struct {
     int steps, ul, dl, device;
     int join; /* upload lanes join the downloads when done (TCSPARSE_GRB_JOIN=0: not) */
@@ -869,12 +869,12 @@ static void tc_flow_up(tc_flow *f, int u)
         (void)cudaGetLastError(); /* not left on a pool thread */
 }
 
-/* Takes slices of C down through lane x: pieces of a buffer each, claimed from a cursor per
- * step, so that upload lanes join the download lanes once their uploads are all issued
- * (a step's download is one array of bytes: C's rows of that slice).  Up
- * to NBUF pieces are in flight; a step's pieces are claimed once it is launched (the lane's
- * stream then waits for its done_ev), and what is in flight is drained before waiting for a
- * launch.  Returns the first failure. */
+/* Takes slices of C down through lane x, in pieces of one buffer claimed from a cursor per
+ * step (a step's download is one array of bytes, C's rows of that slice), so that upload
+ * lanes can join the download lanes once their uploads are all issued.  Up to NBUF pieces
+ * are in flight.  A step's pieces are claimed once it is launched (the lane's stream then
+ * waits for its done_ev), and what is in flight is drained before waiting for a launch.
+ * Returns the first failure. */
 static cudaError_t tc_flow_take_down(tc_flow *f, tc_xfer_lane *x)
 {
     struct {
