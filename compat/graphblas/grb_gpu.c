@@ -326,6 +326,25 @@ static int tc_piece_next(tc_piece_it *it, const tc_xfer_seg **seg, size_t *at, s
 }
 
 
+/* One upload piece through lane x's buffer b: once the engine has moved the buffer's last
+ * piece, the host fills it (narrowing indices where the segment says so) and the engine
+ * takes it up. */
+static cudaError_t tc_stage_up(tc_xfer_lane *x, int b, const tc_xfer_seg *g, size_t at,
+                               size_t len)
+{
+    cudaError_t e = cudaEventSynchronize(x->ev[b]);
+    if (e != cudaSuccess)
+        return e;
+    if (g->host_es == g->dev_es)
+        memcpy(x->buf[b], g->host + at * g->host_es, len * g->host_es);
+    else
+        tc_narrow(x->buf[b], (const int64_t *)(const void *)(g->host + at * g->host_es), len,
+                  g->bias);
+    e = cudaMemcpyAsync(g->dev + at * g->dev_es, x->buf[b], len * g->dev_es,
+                        cudaMemcpyHostToDevice, x->s);
+    return e == cudaSuccess ? cudaEventRecord(x->ev[b], x->s) : e;
+}
+
 static void tc_xfer_lane_run(void *arg, int l)
 {
     tc_xfer_job *j = arg;
@@ -340,17 +359,8 @@ static void tc_xfer_lane_run(void *arg, int l)
         /* piece c goes through buffer c % NBUF once the engine has moved piece c - NBUF */
         for (size_t c = 0; e == cudaSuccess && tc_piece_next(&in, &g, &at, &len); c++) {
             const int b = (int)(c % TC_XFER_NBUF);
-            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess)
+            if ((e = tc_stage_up(x, b, g, at, len)) != cudaSuccess)
                 break;
-            if (g->host_es == g->dev_es)
-                memcpy(x->buf[b], g->host + at * g->host_es, len * g->host_es);
-            else
-                tc_narrow(x->buf[b], (const int64_t *)(const void *)(g->host + at * g->host_es),
-                          len, g->bias);
-            e = cudaMemcpyAsync(g->dev + at * g->dev_es, x->buf[b], len * g->dev_es,
-                                cudaMemcpyHostToDevice, x->s);
-            if (e == cudaSuccess)
-                e = cudaEventRecord(x->ev[b], x->s);
         }
     } else {
         /* up to NBUF pieces in flight; the oldest is drained before another is issued */
@@ -842,17 +852,8 @@ static void tc_flow_up(tc_flow *f, int u)
         while (e == cudaSuccess && !atomic_load_explicit(&f->failed, memory_order_relaxed) &&
                tc_piece_next(&in, &g, &at, &len)) {
             const int b = (int)(c++ % TC_XFER_NBUF);
-            if ((e = cudaEventSynchronize(x->ev[b])) != cudaSuccess)
+            if ((e = tc_stage_up(x, b, g, at, len)) != cudaSuccess)
                 break;
-            if (g->host_es == g->dev_es)
-                memcpy(x->buf[b], g->host + at * g->host_es, len * g->host_es);
-            else
-                tc_narrow(x->buf[b], (const int64_t *)(const void *)(g->host + at * g->host_es),
-                          len, g->bias);
-            e = cudaMemcpyAsync(g->dev + at * g->dev_es, x->buf[b], len * g->dev_es,
-                                cudaMemcpyHostToDevice, x->s);
-            if (e == cudaSuccess)
-                e = cudaEventRecord(x->ev[b], x->s);
         }
         if (e == cudaSuccess)
             e = cudaEventRecord(x->step_ev[q], x->s);

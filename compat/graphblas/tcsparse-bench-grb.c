@@ -293,6 +293,21 @@ static void report(const opts_t *o, const char *input, const tc_csr *m, const ch
     fflush(stdout);
 }
 
+/* One call (its result checked against ref): the modes and their report, or --ab's rounds. */
+static void measure(const opts_t *o, call_t *c, GrB_Matrix ref, const char *input,
+                    const tc_csr *m, const char *op, int N)
+{
+    if (o->ab_n > 0) {
+        time_ab(o, c, input, op, N);
+        check_ab(c, ref);
+        return;
+    }
+    result_t r;
+    memset(&r, 0, sizeof r);
+    time_modes(o, c, ref, &r);
+    report(o, input, m, op, N, &r);
+}
+
 static void bench_input(const opts_t *o, const char *input)
 {
     tc_csr m;
@@ -304,8 +319,6 @@ static void bench_input(const opts_t *o, const char *input)
     GrB_Matrix A = sparse_from(&m);
     for (int q = 0; q < o->nn; q++) {
         const int N = o->ns[q];
-        result_t r;
-        memset(&r, 0, sizeof r);
         if (o->spmm) { /* C = A*B */
             GrB_Matrix B = full_random((GrB_Index)m.cols, (GrB_Index)N), C, ref;
             CHK(GrB_Matrix_new(&C, GrB_FP32, (GrB_Index)m.rows, (GrB_Index)N));
@@ -313,13 +326,7 @@ static void bench_input(const opts_t *o, const char *input)
             call_t c = {ref, NULL, A, B, NULL};
             CHK(run(&c, 0));
             c.C = C;
-            if (o->ab_n > 0) {
-                time_ab(o, &c, input, "spmm", N);
-                check_ab(&c, ref);
-            } else {
-                time_modes(o, &c, ref, &r);
-                report(o, input, &m, "spmm", N, &r);
-            }
+            measure(o, &c, ref, input, &m, "spmm", N);
             GrB_Matrix_free(&B);
             GrB_Matrix_free(&C);
             GrB_Matrix_free(&ref);
@@ -332,14 +339,7 @@ static void bench_input(const opts_t *o, const char *input)
             call_t c = {ref, A, X, Y, GrB_DESC_ST1};
             CHK(run(&c, 0));
             c.C = C;
-            memset(&r, 0, sizeof r);
-            if (o->ab_n > 0) {
-                time_ab(o, &c, input, "sddmm", N);
-                check_ab(&c, ref);
-            } else {
-                time_modes(o, &c, ref, &r);
-                report(o, input, &m, "sddmm", N, &r);
-            }
+            measure(o, &c, ref, input, &m, "sddmm", N);
             GrB_Matrix_free(&X);
             GrB_Matrix_free(&Y);
             GrB_Matrix_free(&C);
