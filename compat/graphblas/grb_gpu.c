@@ -747,7 +747,7 @@ static void tc_kernel_name(tc_grb_times *t)
 
 #define TC_PIPE_SLICES 4
 #define TC_PIPE_FINE 16 /* slices when B goes up in chunks (TCSPARSE_GRB_WAVE: 2..32) */
-#define TC_PIPE_MAX 32
+#define TC_PIPE_MAX TC_FLOW_STEPS /* each slice is a step of the flow */
 #define TC_PIPE_MIN ((size_t)32 << 20) /* calls moving fewer bytes of A and C run whole */
 
 static int tc_spmm_pipe_wanted(const tc_grb_csr *A, const tc_grb_dense *B, int a_one_shot,
@@ -1200,8 +1200,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     char *wend = NULL;
     const long wv = we != NULL && *we != '\0' ? strtol(we, &wend, 10) : -1;
     /* step by step, every slice costs a barrier: 8 slices did best there, 16 in one flow */
-    (void)tc_xfer_lanes_for(SIZE_MAX); /* sets the lanes up */
-    const int step_only = !flow_env || tc_nlanes < 3;
+    const int step_only = !flow_env || tc_nlanes < 3; /* lanes set up by tc_spmm_pipe_wanted */
     const int fine = wend != NULL && *wend == '\0' && (wv == 0 || (wv >= 2 && wv <= TC_PIPE_MAX))
                          ? (int)wv
                          : step_only ? TC_PIPE_FINE / 2 : TC_PIPE_FINE;
