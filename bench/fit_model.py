@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refits the selector's cost model (src/select.c) to the H100 measurements in docs/results.
+"""Refits the selector's cost model (src/route/select.c) to the H100 measurements in docs/results.
 
 usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--threshold T]
                     [--margin M] [--alg3-max-us U] [--alg3-margin A] [-v]
@@ -8,15 +8,15 @@ usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--thresh
                 tools/tcsparse-inspect (default: the current directory)
   --data DIR    the shared matrices ($DATA/ of the suites; default ../shared/data next to the
                 source tree, else /work/shared/data)
-  --update      rewrite the coefficient block of src/select.c in place (else print it)
-  --compiled    evaluate the coefficients in src/select.c on the data instead of fitting
+  --update      rewrite the coefficient block of src/route/select.c in place (else print it)
+  --compiled    evaluate the coefficients in src/route/select.c on the data instead of fitting
   --threshold   balance threshold to evaluate (default: the one compiled in, read from
-                src/select.h)
+                src/route/select.h)
   --margin      gain margin to evaluate (default: TC_SEL_GAIN_MARGIN and _SDDMM of
-                src/select.h)
+                src/route/select.h)
   --alg3-max-us, --alg3-margin
                 the cuSPARSE route's CSR_ALG3 rule to evaluate (default: TC_SEL_ALG3_MAX_US
-                and TC_SEL_ALG3_MARGIN of src/select.h)
+                and TC_SEL_ALG3_MARGIN of src/route/select.h)
 
 Steps: (1) the ME-TCF statistics of every input of the CSV files, computed on the CPU by
 tcsparse-inspect and cached in bench/stats.csv (inputs already there are not recomputed);
@@ -59,8 +59,8 @@ SPMM_CURRENT_BALANCED = {'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv',
 # (sddmm-large-h100.csv, sddmm-small-h100.csv, sddmm-small-rule-h100.csv: the previous kernel.)
 SDDMM_FILES = ['sddmm-pipe-large-h100.csv', 'sddmm-pipe-small-h100.csv']
 
-ALG3_MARGIN = 1.0  # overridden by --alg3-margin; src/select.h TC_SEL_ALG3_MARGIN
-ALG3_MAX_US = 60.0  # --alg3-max-us; src/select.h TC_SEL_ALG3_MAX_US
+ALG3_MARGIN = 1.0  # overridden by --alg3-margin; src/route/select.h TC_SEL_ALG3_MARGIN
+ALG3_MAX_US = 60.0  # --alg3-max-us; src/route/select.h TC_SEL_ALG3_MAX_US
 PREC = {'f32': 0, 'tf32': 1, 'f16': 2, 'bf16': 2}
 SM = 132
 NX, NY = 8, 6
@@ -245,7 +245,7 @@ def header_value(name):
 
 
 def compiled_block(name):
-    """The rows of one coefficient array in src/select.c."""
+    """The rows of one coefficient array in src/route/select.c."""
     src = open(os.path.join(SRC, 'src', 'select.c')).read()
     a = src.index('static const double %s[' % name)
     body = src[src.index('{', src.index('=', a)) + 1:src.index('};', a)]
@@ -338,7 +338,7 @@ def main():
             if op == 0:
                 c3 = compiled_block('cu3_coef_spmm')
                 cu3_coef = {4: c3[0], 2: c3[1]}
-            print('  (--compiled: the coefficients of src/select.c, not a fit)')
+            print('  (--compiled: the coefficients of src/route/select.c, not a fit)')
         print('== %s: %d cases' % (opname, len(cases)))
         for p, name in enumerate(('3xtf32', 'tf32', '16-bit')):
             if tc_rows[p]:

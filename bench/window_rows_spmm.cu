@@ -19,7 +19,7 @@
 // The 32-row plan here is the CPU's: the library's conversion does not build it.
 // Build (from the source tree; docs/performance.md, "Thirteenth session"):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels -Isrc -Iinclude -o window_rows_spmm \
-//       bench/window_rows_spmm.cu src/gen.c src/mmio.c -lcusparse -lz
+//       bench/window_rows_spmm.cu tools/common/gen.c tools/common/mmio.c -lcusparse -lz
 //   ./window_rows_spmm [-n N] [-r REPS] INPUT...   (a Matrix Market file or a generator spec)
 #include <algorithm>
 #include <cmath>
@@ -55,7 +55,7 @@ void sparse_ok(cusparseStatus_t e, const char *what)
     }
 }
 
-// ME-TCF with windows of `rows` rows, on the host (the layout of src/metcf.h: blocks of 8
+// ME-TCF with windows of `rows` rows, on the host (the layout of src/plan/metcf.h: blocks of 8
 // distinct columns of one window, ascending; a block's nonzeros by position row * 8 + col).
 struct Plan {
     int rows = 0;

@@ -1,4 +1,4 @@
-/* Fuzz harness: the Matrix Market reader (src/mmio.c) on arbitrary bytes.  Checks what mmio.h
+/* Fuzz harness: the Matrix Market reader (tools/common/mmio.c) on arbitrary bytes.  Checks what mmio.h
  * promises: an error comes with a "NAME:LINE: what" message and a zeroed matrix; a success has
  * every entry inside the declared size, finite values, and tc_mm_to_csr turns it into sorted,
  * duplicate-free CSR. */

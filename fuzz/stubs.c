@@ -4,7 +4,7 @@
  * device.  They fail loudly if that changes. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "../kernels/kernels.h"
+#include "kernels.h"
 
 tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
                                 tc_convert_extra *x, cudaStream_t stream, char *err,
@@ -41,10 +41,10 @@ void tc_sddmm_plan_ready(void)
     abort();
 }
 
-/* The route's helpers and sampler that late ordering (src/late.c, reached from descriptor
+/* The route's helpers and sampler that late ordering (src/route/late.c, reached from descriptor
  * destroy through tc_plan_invalidate) calls on its GPU paths only: a descriptor without a
  * plan never gets there. */
-#include "../src/route.h"
+#include "route.h"
 
 void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
 {

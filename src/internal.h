@@ -71,7 +71,7 @@ typedef struct {
     int calls;                /* kind 3: executions measured on (0: at _preprocess) */
 } tc_reason_args;
 
-/* A cuSPARSE CSR_ALG3 workspace of the handle's (src/fallback.c): preprocessed for one sparse
+/* A cuSPARSE CSR_ALG3 workspace of the handle's (src/cusparse/fallback.c): preprocessed for one sparse
  * descriptor's structure and one call shape.  The key holds everything the preprocessing may
  * depend on except the dense arrays' addresses (their alignment is in it). */
 typedef struct {

@@ -281,8 +281,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         if (v != V_CUSPARSE) {
             tcsparseRouteInfo_t ri;
             tcsparseGetLastRoute(c.tc, &ri);
-            /* the first calls of a kind measure the candidate paths (routed, src/route.c)
-             * and the kernel variants (every tensor-core path, src/tune.c) on themselves:
+            /* the first calls of a kind measure the candidate paths (routed, src/route/route.c)
+             * and the kernel variants (every tensor-core path, src/route/tune.c) on themselves:
              * time what they settle on, and report the calls taken */
             const int calls = tc_bench_settle_route(c.tc, &ri, run_cb, &c, v);
             /* the settled call's result is the one checked */
@@ -319,7 +319,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     tc_bench_late_report(c.tc, have_plan ? c.tcC : NULL, st.mean_nnz_per_block, &st_late);
     tc_bench_time_interleaved(V_COUNT, want, ms, o->reps, o->warm, run_cb, &c, c.e0, c.e1, vname);
     /* Bytes every SDDMM must move at least: A and B once, the CSR indices, C's values out. */
-    /* the automatic route's statistic (src/route_sddmm.c) */
+    /* the automatic route's statistic (src/route/route_sddmm.c) */
     const double per_win = have_plan && st.windows > st.empty_windows
                                ? (double)nnz / (double)(st.windows - st.empty_windows) : 0.0;
     const double flop = 2.0 * (double)nnz * K;

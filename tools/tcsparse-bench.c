@@ -298,8 +298,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         if (v <= V_TC_LAST) {
             tcsparseRouteInfo_t ri;
             tcsparseGetLastRoute(c.tc, &ri);
-            /* the first calls of a kind measure the candidate paths (routed, src/route.c)
-             * and the kernel variants (every tensor-core path, src/tune.c) on themselves:
+            /* the first calls of a kind measure the candidate paths (routed, src/route/route.c)
+             * and the kernel variants (every tensor-core path, src/route/tune.c) on themselves:
              * time what they settle on, and report the calls taken */
             const int calls = tc_bench_settle_route(c.tc, &ri, run_cb, &rc, v);
             /* the settled call's result is the one checked */

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "shim.h"
-#include "../../kernels/kernels.h"
+#include "kernels.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include "../kernels.h"
-#include "../metcf_rules.h"
+#include "kernels.h"
+#include "metcf_rules.h"
 
 namespace tc {
 

@@ -9,8 +9,8 @@
 #include <vector>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
-#include "../kernels.h"
-#include "../occupancy_cache.cuh"
+#include "kernels.h"
+#include "occupancy_cache.cuh"
 #include "convert_kernel.cuh"
 
 namespace {

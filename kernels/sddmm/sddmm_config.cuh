@@ -10,7 +10,7 @@
 // vectors and the A fragment registers are {row g word 2i, row g+8 word 2i, row g word 2i+1,
 // row g+8 word 2i+1}, the B fragment {word 2i, word 2i+1}.
 #pragma once
-#include "../spmm/spmm_config.cuh"
+#include "spmm/spmm_config.cuh"
 
 namespace tc {
 namespace sddmm {

@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <type_traits>
-#include "../spmm/spmm_kernel.cuh"
+#include "spmm/spmm_kernel.cuh"
 #include "sddmm_config.cuh"
 
 namespace tc {

@@ -17,7 +17,7 @@
 //     being multiplied, and the next pair's blk_col / blk_off a pair ahead.
 // K beyond kPipeMaxChunks chunks (FP32 > 256, FP16 > 512) runs the other kernel.
 #pragma once
-#include "../cp_async.cuh"
+#include "cp_async.cuh"
 #include "sddmm_kernel.cuh"
 
 namespace tc {
@@ -223,7 +223,7 @@ __device__ __forceinline__ void write_pair(const Params &p, Tile *tiles,
 // one access per piece.  But a load into registers holds the warp at its first use, which
 // cp.async does not: on the H100 it is faster only on some inputs (ogbl-ddi, uniform 2^18 x
 // 256 at K = 128: docs/performance.md, "Sixteenth session"), so it is a variant the
-// executions measure (src/tune.c), never the launcher's own choice.  It is the kernel below
+// executions measure (src/route/tune.c), never the launcher's own choice.  It is the kernel below
 // with kRegB: same products in the same order, the shared memory layout of the ring (unused).
 
 template <class R>

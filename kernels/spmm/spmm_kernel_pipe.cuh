@@ -24,7 +24,7 @@
 // One work item's prologue still waits on the chain once (metadata, then indices, then
 // values); items are short, so other resident blocks are what hides it.
 #pragma once
-#include "../cp_async.cuh"
+#include "cp_async.cuh"
 #include "spmm_kernel_cta.cuh"
 
 namespace tc {

@@ -1,9 +1,9 @@
 // Launchers of the tensor-core SpMM: the one place that picks an instantiation.
 #include <cstdio>
 #include <cstdlib>
-#include "../kernels.h"
-#include "../metcf_rules.h"
-#include "../occupancy_cache.cuh"
+#include "kernels.h"
+#include "metcf_rules.h"
+#include "occupancy_cache.cuh"
 #include "spmm_kernel_pipe.cuh"
 
 namespace {

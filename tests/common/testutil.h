@@ -28,7 +28,7 @@ int tc_test_gpu_available(char *why, size_t n);
     } while (0)
 
 /* What a run of calls saw of the automatic route's measurement on the executions
- * (src/route.c): the calls that ran a measured sample, and the paths they ran (one bit per
+ * (src/route/route.c): the calls that ran a measured sample, and the paths they ran (one bit per
  * path, CSR_ALG3 apart from cuSPARSE's default). */
 typedef struct {
     int explored;
@@ -38,7 +38,7 @@ typedef struct {
 /* Notes the last route of a call: counted when it was a sample ("exploring: ..."). */
 void tc_test_measuring_note(tc_test_measuring *m, const tcsparseRouteInfo_t *ri);
 
-/* What a series of executions did (the kernel tuning's tests, src/tune.c): the calls whose
+/* What a series of executions did (the kernel tuning's tests, src/route/tune.c): the calls whose
  * reason says they measured a kernel variant, the distinct kernels that ran (the first 4),
  * the last reason, and the calls whose output differed bitwise from the first call's. */
 typedef struct {

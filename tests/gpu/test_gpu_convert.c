@@ -12,7 +12,7 @@
 #include "gen.h"
 #include "metcf.h"
 #include "reorder.h"
-#include "../kernels/kernels.h"
+#include "kernels.h"
 #include "testutil.h"
 
 static void put_index(void *p, size_t i, int is64, int64_t v)

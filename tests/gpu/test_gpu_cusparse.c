@@ -385,7 +385,7 @@ static void negate_values(tc_csr *A, cudaDataType t)
     (void)t;
 }
 
-/* Whether the cuSPARSE route may run the case as CSR_ALG3 (src/route.c, tc_alg3_applies). */
+/* Whether the cuSPARSE route may run the case as CSR_ALG3 (src/route/route.c, tc_alg3_applies). */
 static int alg3_applies(const spmm_case *k)
 {
     return k->fmt == CSR && k->opA == N_ && k->opB == N_ && k->alg == DEF && k->ab == F32 &&

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
-/* Late ordering (TCSPARSE_REORDER_LATE, the default; src/late.h, docs/reorder.md): the plan
+/* Late ordering (TCSPARSE_REORDER_LATE, the default; src/route/late.h, docs/reorder.md): the plan
  * starts in the caller's order, a settled tensor-core call builds the first-col plan, the
  * next calls time both and the faster stays.  Every call of the series is checked against
  * the CPU double reference with C poisoned (NaN) first; the descriptor's statistics tell the

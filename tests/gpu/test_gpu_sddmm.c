@@ -610,7 +610,7 @@ Test(gpu_sddmm, shared_matrices, .timeout = 600)
 }
 
 /* The automatic route measures the candidate paths (TC base, chunked, cusparseSDDMM) on the
- * first executions and keeps the fastest (src/route.c); each of those executions is checked. */
+ * first executions and keeps the fastest (src/route/route.c); each of those executions is checked. */
 Test(gpu_sddmm, measured_on_calls)
 {
     TC_REQUIRE_GPU();
@@ -635,7 +635,7 @@ Test(gpu_sddmm, measured_on_calls)
     tc_csr_free(&m);
 }
 
-/* Kernel tuning on the executions (src/tune.c): on a plan where the launcher offers several
+/* Kernel tuning on the executions (src/route/tune.c): on a plan where the launcher offers several
  * plain TF32 kernel variants (K > 32: the ring with and without the wide L1, B through
  * registers), the first executions of a kind of call on a forced path run each three times,
  * and later calls one of them.  Every call is checked against the CPU reference (run_case),

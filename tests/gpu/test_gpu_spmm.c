@@ -742,7 +742,7 @@ Test(gpu_spmm, measured_selection)
 }
 
 /* The automatic route measures the candidate paths on the first executions of a kind of call
- * and keeps the fastest (src/route.c); every one of those executions must be as correct as
+ * and keeps the fastest (src/route/route.c); every one of those executions must be as correct as
  * any other.  TCSPARSE_EXPLORE_FACTOR widens the candidates to every applicable path
  * (TC base, balanced, cuSPARSE, and CSR_ALG3 for FP32). */
 Test(gpu_spmm, measured_on_calls)
@@ -989,7 +989,7 @@ Test(gpu_spmm, wide_l1_rule)
     }
 }
 
-/* Kernel tuning on the executions (src/tune.c): on a plan where the launcher offers several
+/* Kernel tuning on the executions (src/route/tune.c): on a plan where the launcher offers several
  * FP32 kernel variants (N > 32), the first executions of a kind of call on a forced path run
  * each variant three times (plain TF32: J = 4 with and without the wide L1, J = 8; 3xTF32:
  * J = 4 and 8) and later calls run one of them.  Every call is checked against the CPU

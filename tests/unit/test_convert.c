@@ -13,7 +13,7 @@
 #include "gen.h"
 #include "metcf.h"
 #include "mmio.h"
-#include "../../kernels/metcf_rules.h"
+#include "metcf_rules.h"
 
 /* Checks inside loops: report only on failure, with the details. */
 #define CHECK(cond, ...)                                                                       \

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "select.h"
-#include "../kernels/metcf_rules.h"
+#include "metcf_rules.h"
 
 /* Simulated instances are thinned to about this many thread blocks (each class of windows
  * and the slots divided by one factor), but never below TC_SEL_MIN_SLOTS slots, so the tail
@@ -461,7 +461,7 @@ void tc_select_take(const void *handle, double *tc_us, double *cusparse_us)
 }
 
 /* ---- refit helper ------------------------------------------------------------------------
- * Built as bench/tcsparse-select-features (src/select.am); bench/fit_model.py feeds it one
+ * Built as bench/tcsparse-select-features (src/route/local.am); bench/fit_model.py feeds it one
  * configuration and statistics per line:
  *   op prec N ab_bytes c_bytes sm bps_base bps_balanced warps slices chunk_blocks
  *   rows cols nnz windows empty_windows blocks max_blocks metcf_bytes csr_bytes hist[16]

@@ -74,7 +74,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d);
 void tc_route_scalars(tcsparseHandle_t h, const void *alpha, const void *beta,
                       const float **alpha_dev, const float **beta_dev, float *alpha_host,
                       float *beta_host);
-/* TC_T_* of a cudaDataType the tensor-core kernels take (kernels/kernels.h), -1 otherwise. */
+/* TC_T_* of a cudaDataType the tensor-core kernels take (kernels/common/kernels.h), -1 otherwise. */
 int tc_route_ab_type(cudaDataType t);
 
 tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,

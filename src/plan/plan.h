@@ -4,7 +4,7 @@
 #define TC_PLAN_H
 
 #include "internal.h"
-#include "../kernels/kernels.h"
+#include "kernels.h"
 
 /* A decision measured for one kind of call (tc_call_kind, internal.h): at _preprocess
  * (TCSPARSE_SELECT=measure, SpMM) or on the first executions (route.c). */typedef struct tc_measured {

@@ -1,7 +1,7 @@
 /* Statistics of a built ME-TCF and its reconstruction to CSR (the test oracle's inverse). */
 #include <string.h>
 #include "metcf.h"
-#include "../kernels/metcf_rules.h"
+#include "metcf_rules.h"
 
 void tc_metcf_stats_from_counts(const tc_metcf_counts *c, tcsparseMetcfStats_t *st)
 {

@@ -12,7 +12,7 @@
 #include "tune.h"
 #include "late.h"
 
-/* The automatic route asks the selector (src/select.c, docs/selector.md): the balanced kernel
+/* The automatic route asks the selector (src/route/select.c, docs/selector.md): the balanced kernel
  * when the simulated thread-block schedule of the base kernel, with this device's SM count
  * and the kernels' occupancy, is TC_SEL_BALANCE_THRESHOLD times longer than the balanced
  * one's; tensor cores when the cost model calibrated on the H100 predicts the chosen kernel
@@ -143,7 +143,7 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
 }
 
 /* TCSPARSE_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
- * applies (tests), unset or anything else lets the model decide (src/select.h). */
+ * applies (tests), unset or anything else lets the model decide (src/route/select.h). */
 enum { TC_ALG3_MODEL = 0, TC_ALG3_NEVER = 1, TC_ALG3_ALWAYS = 2 };
 static int tc_alg3_mode(void)
 {

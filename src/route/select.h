@@ -103,7 +103,7 @@ typedef struct {
 #define TC_SEL_GAIN_MARGIN 1.0
 #define TC_SEL_GAIN_MARGIN_SDDMM 1.0
 /* The cuSPARSE route of an FP32 CSR SpMM asked with ALG_DEFAULT runs CSR_ALG3 (with its own
- * preprocessed workspace, src/fallback.c) when the model predicts ALG_DEFAULT under
+ * preprocessed workspace, src/cusparse/fallback.c) when the model predicts ALG_DEFAULT under
  * TC_SEL_ALG3_MAX_US and CSR_ALG3 faster by TC_SEL_ALG3_MARGIN.  On the 1254 H100 cases of
  * docs/results, CSR_ALG3 is 1.3x faster than ALG_DEFAULT (geomean) on small matrices but up
  * to 2.3x slower on large FP32 ones (R-MAT, block-diagonal graphs) and 4.4x on 16-bit

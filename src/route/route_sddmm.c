@@ -11,7 +11,7 @@
 #include "tune.h"
 #include "late.h"
 
-/* Automatic route: the selector (src/select.c, docs/selector.md), as for SpMM: the chunked
+/* Automatic route: the selector (src/route/select.c, docs/selector.md), as for SpMM: the chunked
  * schedule when the simulated makespan of one thread block per window is
  * TC_SEL_BALANCE_THRESHOLD times the chunked one's (this device's SMs, the kernel's
  * occupancy), tensor cores when the H100-calibrated cost model predicts them faster than

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
-#include "../kernels/kernels.h"
+#include "kernels.h"
 
 /* Orderings; numerically equal to tcsparseOrdering_t. */
 enum {
@@ -75,7 +75,7 @@ int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order
                       tc_reorder_result *res);
 
 /* The plan's side (tc_reorder_convert, tc_reorder_plan_done) is declared in
- * kernels/kernels.h, which plan.c includes. */
+ * kernels/common/kernels.h, which plan.c includes. */
 
 /* The descriptor's effective mode: its own setting, else TCSPARSE_REORDER (late, 0/off,
  * 1/auto, always, or an ordering name, which forces that ordering), else LATE.  *only, when not

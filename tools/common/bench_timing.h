@@ -22,8 +22,8 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
                                const char *const *names);
 
 /* The automatic route measures its candidate paths on the first calls of a kind of call
- * (src/route.c), every tensor-core path its kernel variants (src/tune.c), and late ordering
- * times two plans (src/late.c).  When the last call on h was one of those ("exploring",
+ * (src/route/route.c), every tensor-core path its kernel variants (src/route/tune.c), and late ordering
+ * times two plans (src/route/late.c).  When the last call on h was one of those ("exploring",
  * "; tuning:" or "; ordering: " in ri->reason), runs variant v
  * again, synchronising after each run, until a call measures nothing, at most 128 calls; *ri
  * is then the last route.  Returns the calls that were measuring, 0 when the last call was

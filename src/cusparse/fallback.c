@@ -484,7 +484,7 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 }
 
 /* ---- cuSPARSE CSR_ALG3 with workspaces of the handle's own -------------------------------
- * The selector may run an FP32 CSR SpMM asked with ALG_DEFAULT as CSR_ALG3 (src/select.h,
+ * The selector may run an FP32 CSR SpMM asked with ALG_DEFAULT as CSR_ALG3 (src/route/select.h,
  * TC_SEL_ALG3_*): on small matrices it is 1.3x faster on the H100, but only with its
  * preprocessing, which lives in the workspace.  The caller's buffer cannot hold it: with
  * ALG_DEFAULT a caller may reuse that buffer for anything between calls.  So the handle keeps

@@ -22,7 +22,7 @@ unsigned long long tc_context_id(void);
 
 /* ---- conversion -------------------------------------------------------------------- */
 
-/* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/metcf.h). */
+/* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/plan/metcf.h). */
 typedef struct {
     tcsparseFormat_t format; /* CSR, CSC or COO */
     int64_t rows, cols, nnz;
@@ -107,7 +107,7 @@ void tc_dev_metcf_free(tc_dev_metcf *m);
  * window-local path, or through the sort for wider matrices or when the sort is forced). */
 int tc_convert_can_order(const tc_convert_input *in);
 
-/* ---- conversion with row reordering (host code: src/reorder.c, docs/reorder.md) ---- */
+/* ---- conversion with row reordering (host code: src/plan/reorder.c, docs/reorder.md) ---- */
 
 struct tcsparseSpMatDescr;
 struct tc_plan;
@@ -166,7 +166,7 @@ typedef struct {
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J
  * columns a warp) and, for plain TF32 J = 4, the wide-L1 instance.  Which is fastest depends
  * on the plan and N in ways no rule fitted so far separates (docs/performance.md, "Sixteenth
- * session"), so the first executions of a kind of call measure them (src/tune.c). */
+ * session"), so the first executions of a kind of call measure them (src/route/tune.c). */
 enum { TC_SPMM_VAR_RULE = 0, TC_SPMM_VAR_J4 = 1, TC_SPMM_VAR_J4_WIDE = 2, TC_SPMM_VAR_J8 = 3 };
 #define TC_SPMM_MAX_VARIANTS 3
 /* The variants worth measuring for a call (a->variant ignored), the launcher's own choice
@@ -221,7 +221,7 @@ typedef struct {
  * order: RULE is the launcher's own choice; PIPE and PIPE_WIDE pin the pipelined kernel
  * without and with the wide-L1 instance; REGB is the pipelined kernel with B's pieces in
  * registers instead of the shared-memory ring (faster on some inputs only: docs/performance.md,
- * "Sixteenth session").  The executions measure them (src/tune.c). */
+ * "Sixteenth session").  The executions measure them (src/route/tune.c). */
 enum { TC_SDDMM_VAR_RULE = 0, TC_SDDMM_VAR_PIPE = 1, TC_SDDMM_VAR_PIPE_WIDE = 2,
        TC_SDDMM_VAR_REGB = 3 };
 #define TC_SDDMM_MAX_VARIANTS 3

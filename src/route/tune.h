@@ -1,6 +1,6 @@
 /* Kernel tuning on the executions.  The first executions of a kind of call (tc_call_kind with
  * its tensor-core path) on a plan run each kernel variant the launcher offers
- * (kernels/kernels.h: TC_SPMM_VAR_*, TC_SDDMM_VAR_*) TC_TUNE_SAMPLES times between CUDA
+ * (kernels/common/kernels.h: TC_SPMM_VAR_*, TC_SDDMM_VAR_*) TC_TUNE_SAMPLES times between CUDA
  * events, the launcher's own choice first and the variants in turn; later calls of that kind
  * run the fastest (the launcher's choice unless another beats it by TC_TUNE_MARGIN).  As the
  * route's measurement (route.c): no synchronisation, nothing queried or recorded while the
