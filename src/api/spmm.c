@@ -2,6 +2,7 @@
  * public functions share one argument check, done before anything touches the GPU, then
  * hand over to the route table. */
 #include "error.h"
+#include "product_check.h"
 #include "plan.h"
 #include "route.h"
 
@@ -16,17 +17,6 @@ static int tc_spmm_types_ok(cudaDataType ab, cudaDataType c, cudaDataType ct)
     if (ab == CUDA_R_16F || ab == CUDA_R_16BF)
         return ct == CUDA_R_32F && (c == ab || c == CUDA_R_32F);
     return 0;
-}
-
-static int tc_op_ok(tcsparseOperation_t op)
-{
-    return op == TCSPARSE_OPERATION_NON_TRANSPOSE || op == TCSPARSE_OPERATION_TRANSPOSE ||
-           op == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE;
-}
-
-static int tc_is_complex(cudaDataType t)
-{
-    return t == CUDA_C_32F || t == CUDA_C_64F;
 }
 
 /* The algorithm is a known one and fits the format, as cuSPARSE checks it: COO_ALGn need
@@ -68,11 +58,6 @@ static int tc_spmat_arrays_ok(const struct tcsparseSpMatDescr *d)
     return d->nnz == 0 || (d->offsets != NULL && d->indices != NULL && d->values != NULL);
 }
 
-static int tc_dnmat_array_ok(const struct tcsparseDnMatDescr *d)
-{
-    return d->values != NULL || d->rows == 0 || d->cols == 0;
-}
-
 static tcsparseStatus_t tc_spmm_check(const char *fn, tcsparseHandle_t h, tcsparseOperation_t opA,
                                       tcsparseOperation_t opB, const void *alpha,
                                       tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
@@ -100,32 +85,11 @@ static tcsparseStatus_t tc_spmm_check(const char *fn, tcsparseHandle_t h, tcspar
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
 
-    int64_t m = opA == TCSPARSE_OPERATION_NON_TRANSPOSE ? A->rows : A->cols;
-    int64_t k = opA == TCSPARSE_OPERATION_NON_TRANSPOSE ? A->cols : A->rows;
-    int64_t kb = opB == TCSPARSE_OPERATION_NON_TRANSPOSE ? B->rows : B->cols;
-    int64_t n = opB == TCSPARSE_OPERATION_NON_TRANSPOSE ? B->cols : B->rows;
-    if (k != kb)
-        return tc_error_set(bad, "%s: op(A) is %lldx%lld but op(B) is %lldx%lld (inner dimensions "
-                            "differ)", fn, (long long)m, (long long)k, (long long)kb,
-                            (long long)n);
-    if (C->rows != m || C->cols != n)
-        return tc_error_set(bad, "%s: matC is %lldx%lld, op(A)·op(B) is %lldx%lld", fn,
-                            (long long)C->rows, (long long)C->cols, (long long)m, (long long)n);
-
-    if (A->value_type != B->value_type)
-        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                            "%s: matA is %s but matB is %s (they must have the same type)", fn,
-                            tc_dtype_name(A->value_type), tc_dtype_name(B->value_type));
-    if (!tc_spmm_types_ok(A->value_type, C->value_type, ct))
-        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                            "%s: A/B %s, C %s with computeType %s is not a supported combination",
-                            fn, tc_dtype_name(A->value_type), tc_dtype_name(C->value_type),
-                            tc_dtype_name(ct));
-
-    /* Equal counts, as cuSPARSE requires; a shared operand is given a batch stride of 0. */
-    if (A->batch_count != C->batch_count || B->batch_count != C->batch_count)
-        return tc_error_set(bad, "%s: batch counts A %d, B %d, C %d do not match", fn,
-                            A->batch_count, B->batch_count, C->batch_count);
+    st = tc_product_check(fn, opA, opB, A->rows, A->cols, B->rows, B->cols, C->rows, C->cols,
+                          A->value_type, B->value_type, C->value_type, ct, tc_spmm_types_ok,
+                          A->batch_count, B->batch_count, C->batch_count);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
 
     if (touches_data) {
         if (!tc_spmat_arrays_ok(A))
