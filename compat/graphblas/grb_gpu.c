@@ -212,7 +212,7 @@ static int tc_xfer_lanes_for(size_t bytes)
         return 0;
     if (tc_xfer_state == 0) {
         const char *e = getenv("TCSPARSE_GRB_STAGING");
-        int want = tc_grb_threads();
+        int want = tc_lanes_threads();
         if (want > TC_XFER_LANES)
             want = TC_XFER_LANES;
         tc_xfer_state = -1;
@@ -299,7 +299,7 @@ static void tc_xfer_part(const tc_xfer_job *j, int s, int l, size_t *lo, size_t 
         *hi = s % j->lanes == l ? g->count : 0;
         return;
     }
-    tc_grb_share(g->count, j->lanes, l, lo, hi);
+    tc_lanes_share(g->count, j->lanes, l, lo, hi);
 }
 
 /* Walks a lane's pieces (at most one buffer each) through the job's segments in order. */
@@ -440,7 +440,7 @@ static int tc_xfer_run(tc_xfer_job *j, char *why, size_t n)
         j->err[l] = cudaSuccess;
     if ((e = cudaGetDevice(&j->device)) != cudaSuccess)
         return tc_fail(why, n, "cudaGetDevice", e);
-    tc_grb_run_lanes(lanes, tc_xfer_lane_run, j);
+    tc_lanes_run(lanes, tc_xfer_lane_run, j);
     for (int l = 0; l < lanes; l++)
         if (j->err[l] != cudaSuccess)
             return tc_fail(why, n, j->up ? "staged copy to the device" : "staged copy to the host",
@@ -800,7 +800,7 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
     for (int l = 0; l < TC_XFER_LANES; l++)
         up->err[l] = down->err[l] = cudaSuccess;
     tc_xfer_pair pr = {up, down};
-    tc_grb_run_lanes(tc_nlanes, tc_xfer_pair_lane, &pr);
+    tc_lanes_run(tc_nlanes, tc_xfer_pair_lane, &pr);
     for (int l = 0; l < up->lanes; l++)
         if (up->err[l] != cudaSuccess)
             return tc_fail(why, n, "staged copy to the device", up->err[l]);
@@ -817,7 +817,7 @@ static int tc_xfer_run_pair(tc_xfer_job *up, tc_xfer_job *down, char *why, size_
  * computation and records done_ev[q]; download lanes take pieces of each step's rows once it
  * is launched (their streams wait for done_ev[q]) and drain them as they arrive, joined by
  * the upload lanes once those have issued their last upload.  The lanes wait on each
- * other, so they run at once (tc_grb_run_lanes_together) or not at all. */
+ * other, so they run at once (tc_lanes_run_together) or not at all. */
 typedef struct {
     int steps, ul, dl, device;
     int join; /* upload lanes join the downloads when done (TCSPARSE_GRB_JOIN=0: not) */
@@ -968,7 +968,7 @@ static void tc_flow_launcher(tc_flow *f)
             break;
         }
         if (q == 0)
-            f->t_first = tc_grb_now_ms();
+            f->t_first = tc_lanes_now_ms();
         atomic_store_explicit(&f->launched, q + 1, memory_order_release);
     }
     f->err[0] = e;
@@ -1018,7 +1018,7 @@ static int tc_flow_run(tc_flow *f, char *why, size_t n)
     cudaError_t e = cudaGetDevice(&f->device);
     if (e != cudaSuccess)
         return tc_fail(why, n, "cudaGetDevice", e);
-    if (tc_grb_run_lanes_together(1 + lanes, tc_flow_lane, f) != 0)
+    if (tc_lanes_run_together(1 + lanes, tc_flow_lane, f) != 0)
         return 1;
     for (int l = 1; l <= lanes; l++)
         if (f->err[l] != cudaSuccess) {
@@ -1139,7 +1139,7 @@ static int tc_pipe_reach(const tc_grb_csr *A, const int64_t *r, int ns, int64_t 
         rj.limit[q] = k / ns * (q + 1) + k % ns * (q + 1) / ns + k / 4;
     atomic_init(&rj.give_up, 0);
     pthread_mutex_init(&rj.lock, NULL);
-    tc_grb_parallel((size_t)A->nnz, sizeof *A->j, tc_reach_part, &rj);
+    tc_lanes_parallel((size_t)A->nnz, sizeof *A->j, tc_reach_part, &rj);
     pthread_mutex_destroy(&rj.lock);
     if (atomic_load(&rj.give_up))
         return 0;
@@ -1193,7 +1193,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     cudaError_t e;
     cudaStream_t stream;
 
-    double t0 = tc_grb_now_ms();
+    double t0 = tc_lanes_now_ms();
     /* read at every call, so that a benchmark can interleave the settings */
     const char *fe = getenv("TCSPARSE_GRB_FLOW"), *we = getenv("TCSPARSE_GRB_WAVE");
     const int flow_env = !(fe != NULL && strcmp(fe, "0") == 0);
@@ -1290,7 +1290,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     flow->ctx = &ctx;
     flow->stream = stream;
     flow->done_ev = done_ev;
-    double t1 = tc_grb_now_ms();
+    double t1 = tc_lanes_now_ms();
     const int fr = flow_env ? tc_flow_run(flow, why, n) : 1;
     if (fr < 0)
         goto done;
@@ -1300,7 +1300,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
         /* step by step: an upload and a download at once, then the next step */
         if (tc_xfer_run(&flow->up[0], why, n))
             goto done;
-        t1 = tc_grb_now_ms();
+        t1 = tc_lanes_now_ms();
         for (int q = 0; q < S; q++) {
             if (tc_pipe_launch(&ctx, q))
                 goto done;
@@ -1320,7 +1320,7 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
         tc_fail(why, n, "tcsparseSpMM", e);
         goto done;
     }
-    double t2 = tc_grb_now_ms();
+    double t2 = tc_lanes_now_ms();
     t->upload = t1 - t0;
     t->compute = 0; /* inside the next figure: slices overlap their transfers */
     t->download = t2 - t1;
@@ -1367,7 +1367,7 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
 
     if (tc_spmm_pipe_wanted(A, B, pin_a == NULL || st_a == TC_PIN_NONE, es))
         return tc_grb_gpu_spmm_pipe(vt, A, B, pin_b, st_b, out, t, why, n);
-    double t0 = tc_grb_now_ms();
+    double t0 = tc_lanes_now_ms();
     tc_defer_begin(); /* A's arrays and B move in one job */
     if (tc_handle(why, n) ||
         tc_sparse_up(A, 1, pin_a, st_a, vt, NULL, &dA, &own_a, why, n) ||
@@ -1379,7 +1379,7 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
     }
     if (tc_defer_end(0, why, n))
         goto done;
-    double t1 = tc_grb_now_ms();
+    double t1 = tc_lanes_now_ms();
     if ((s = tcsparseCreateDnMat(&dB, B->rows, B->cols, B->ld, b_dev, ty,
                                  B->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL)) ||
         (s = tcsparseCreateDnMat(&dC, m, cols, B->row_major ? cols : m, c_dev, ty,
@@ -1407,10 +1407,10 @@ int tc_grb_gpu_spmm(tc_grb_vtype vt, const tc_grb_csr *A, tc_grb_pin *pin_a,
         tc_fail(why, n, "tcsparseSpMM", e);
         goto done;
     }
-    double t2 = tc_grb_now_ms();
+    double t2 = tc_lanes_now_ms();
     if (tc_d2h(out, c_dev, (size_t)(m * cols) * es, why, n))
         goto done;
-    double t3 = tc_grb_now_ms();
+    double t3 = tc_lanes_now_ms();
     t->upload = t1 - t0;
     t->compute = t2 - t1;
     t->download = t3 - t2;
@@ -1448,7 +1448,7 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
     tcsparseStatus_t s;
     cudaError_t e;
 
-    double t0 = tc_grb_now_ms();
+    double t0 = tc_lanes_now_ms();
     tc_defer_begin(); /* P's structure, L and R move in one job */
     if (tc_handle(why, n) ||
         tc_scratch_get(TC_S_OUT, (size_t)P->nnz * es, &o_dev, why, n) ||
@@ -1471,7 +1471,7 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
         tc_fail(why, n, "cudaMemset", e);
         goto done;
     }
-    double t1 = tc_grb_now_ms();
+    double t1 = tc_lanes_now_ms();
     if ((s = tcsparseCreateDnMat(&dL, L->rows, L->cols, L->ld, l_dev, ty,
                                  L->row_major ? TCSPARSE_ORDER_ROW : TCSPARSE_ORDER_COL)) ||
         (s = tcsparseCreateDnMat(&dR, R->rows, R->cols, R->ld, r_dev, ty,
@@ -1498,10 +1498,10 @@ int tc_grb_gpu_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, tc_grb_pin *pin_p,
         tc_fail(why, n, "tcsparseSDDMM", e);
         goto done;
     }
-    double t2 = tc_grb_now_ms();
+    double t2 = tc_lanes_now_ms();
     if (tc_d2h(out, o_dev, (size_t)P->nnz * es, why, n))
         goto done;
-    double t3 = tc_grb_now_ms();
+    double t3 = tc_lanes_now_ms();
     t->upload = t1 - t0;
     t->compute = t2 - t1;
     t->download = t3 - t2;

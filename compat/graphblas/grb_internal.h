@@ -2,7 +2,8 @@
  *
  * A call goes: classify (grb_mxm.c) -> acquire the operands' arrays (grb_operand.c) ->
  * check pins (grb_pin.c) -> compute T on a backend (grb_gpu.c, or grb_host.c for tests) ->
- * restore the operands -> hand T to GraphBLAS for mask / accum / replace (grb_mxm.c). */
+ * restore the operands -> hand T to GraphBLAS for mask / accum / replace (grb_mxm.c).
+ * Large host passes run on the host lanes (lanes.h). */
 #ifndef TC_GRB_INTERNAL_H
 #define TC_GRB_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <GraphBLAS.h>
 #include "tcsparse_grb.h"
+#include "lanes.h"
 
 typedef GrB_Info (*tc_grb_mxm_fn)(GrB_Matrix C, const GrB_Matrix Mask, const GrB_BinaryOp accum,
                                   const GrB_Semiring semiring, const GrB_Matrix A,
@@ -171,26 +173,11 @@ void tc_grb_host_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, const tc_grb_dense 
 
 /* ---------------------------------------------------------------- utilities */
 
-double tc_grb_now_ms(void);
-/* malloc for an array that is written at once in full: large ones get transparent huge
- * pages where the kernel offers them and are touched by several threads. */
+/* Threads for large host passes and the clock: lanes.h.  malloc for an array that is
+ * written at once in full: large ones get transparent huge pages where the kernel offers
+ * them and are touched on the host lanes. */
 void *tc_grb_alloc_out(size_t bytes);
-/* Runs fn(arg, first, last) over [0, n) split into chunks, on up to the online CPU count
- * threads when n * unit_bytes is large enough to pay for them. */
-void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
-                     void *arg);
-/* Host threads the adapter may use: TCSPARSE_GRB_THREADS, else the online CPU count (at
- * most 64). */
-int tc_grb_threads(void);
-/* [lo, hi): part `part` of [0, n) cut into `parts` shares differing by at most one. */
-void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi);
-/* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
- * caller's); a thread that cannot be created has its lane run on the caller's thread. */
-void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);
-/* The same for lanes that wait on each other: all run at once (TCSPARSE_GRB_OMP's choice of
- * threads), or none runs and -1 comes back. */
-int tc_grb_run_lanes_together(int lanes, void (*fn)(void *arg, int lane), void *arg);
-/* 1 when the n bytes at a and b are equal (compared on several threads when n is large). */
+/* 1 when the n bytes at a and b are equal (compared on the host lanes when n is large). */
 int tc_grb_same_bytes(const void *a, const void *b, size_t n);
 /* Logging (TCSPARSE_LOG) and counters. */
 int tc_grb_log_on(void);

@@ -385,7 +385,7 @@ static void tc_empty_part(void *arg, size_t lo, size_t hi)
 static GrB_Index tc_empty_rows(const GrB_Index *p, GrB_Index m)
 {
     tc_empty_job j = {p, 0, PTHREAD_MUTEX_INITIALIZER};
-    tc_grb_parallel((size_t)m, sizeof *p, tc_empty_part, &j);
+    tc_lanes_parallel((size_t)m, sizeof *p, tc_empty_part, &j);
     return j.empty;
 }
 
@@ -406,7 +406,7 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     tc_grb_pin_state sta = TC_PIN_NONE, stb = TC_PIN_NONE;
     tc_c_arrays ca;
     memset(&ca, 0, sizeof ca);
-    double t0 = tc_grb_now_ms();
+    double t0 = tc_lanes_now_ms();
 
     if ((gi = tc_grb_operand_acquire(&oa, A, k->vt, TC_ROLE_SPARSE, k->tran_a, k->nounpack)) ||
         (gi = tc_grb_operand_acquire(&ob, B, k->vt, TC_ROLE_FULL, k->tran_b, k->nounpack))) {
@@ -427,21 +427,21 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
     pb = tc_grb_pin_find(B, ob.form);
     sta = tc_grb_pin_check(pa, &oa);
     stb = tc_grb_pin_check(pb, &ob);
-    k->ms_acquire = tc_grb_now_ms() - t0;
+    k->ms_acquire = tc_lanes_now_ms() - t0;
     if (k->fail) {
         snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
         goto done;
     } else if (k->host) { /* the GPU's stand-in in tests: its pins count as refreshed */
-        double h0 = tc_grb_now_ms();
+        double h0 = tc_lanes_now_ms();
         tc_grb_host_spmm(k->vt, &csr, &dense, out);
-        k->times.compute = tc_grb_now_ms() - h0;
+        k->times.compute = tc_lanes_now_ms() - h0;
         snprintf(k->times.kernel, sizeof k->times.kernel, "host reference");
     } else if (tc_grb_gpu_spmm(k->vt, &csr, sta ? pa : NULL, sta, &dense, stb ? pb : NULL, stb,
                                out, &k->times, k->why, sizeof k->why) != 0) {
         goto done;
     }
     synced = 1;
-    double f0 = tc_grb_now_ms();
+    double f0 = tc_lanes_now_ms();
     if (empty > 0) {
         if (ab == NULL)
             ab = tc_grb_alloc_out((size_t)cells);
@@ -451,7 +451,7 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         }
         tc_bitmap_job job = {csr.p, ab, NULL, m, n};
         if (dense.row_major) {
-            tc_grb_parallel((size_t)m, (size_t)n, tc_bitmap_rows, &job);
+            tc_lanes_parallel((size_t)m, (size_t)n, tc_bitmap_rows, &job);
         } else {
             int8_t *flag = malloc((size_t)m);
             if (flag == NULL) {
@@ -461,14 +461,14 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
             for (GrB_Index r = 0; r < m; r++)
                 flag[r] = csr.p[r + 1] > csr.p[r];
             job.rowflag = flag;
-            tc_grb_parallel((size_t)n, (size_t)m, tc_bitmap_cols, &job);
+            tc_lanes_parallel((size_t)n, (size_t)m, tc_bitmap_cols, &job);
             free(flag);
         }
     }
     /* the operands go back before C is touched: C may be A or B */
-    const double r0 = tc_grb_now_ms();
+    const double r0 = tc_lanes_now_ms();
     GrB_Info ra = tc_grb_operand_release(&oa), rb = tc_grb_operand_release(&ob);
-    k->ms_restore = tc_grb_now_ms() - r0;
+    k->ms_restore = tc_lanes_now_ms() - r0;
     if (ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
         *info = ra != GrB_SUCCESS ? ra : rb;
         snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
@@ -527,7 +527,7 @@ static int tc_run_spmm(tc_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix 
         k->finish_how = "applied by GraphBLAS";
         pass = tc_finish(k, C, NULL, accum, T, info);
     }
-    k->ms_finish = tc_grb_now_ms() - f0;
+    k->ms_finish = tc_lanes_now_ms() - f0;
 done:
     if (!synced) {
         tc_grb_pin_unsync(pa, sta);
@@ -647,7 +647,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
     tc_grb_pin_state stm = TC_PIN_NONE, sta = TC_PIN_NONE, stb = TC_PIN_NONE;
     tc_sddmm_c sc;
     memset(&sc, 0, sizeof sc);
-    double t0 = tc_grb_now_ms();
+    double t0 = tc_lanes_now_ms();
 
     const tc_grb_vtype mvt = tc_mask_vtype(M);
     if ((gi = tc_grb_operand_acquire(&om, M, mvt, TC_ROLE_PATTERN, 0, k->nounpack)) ||
@@ -687,14 +687,14 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         snprintf(k->why, sizeof k->why, "out of host memory");
         goto done;
     }
-    k->ms_acquire = tc_grb_now_ms() - t0;
+    k->ms_acquire = tc_lanes_now_ms() - t0;
     if (k->fail) {
         snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
         goto done;
     } else if (k->host) { /* the GPU's stand-in in tests: its pins count as refreshed */
-        double h0 = tc_grb_now_ms();
+        double h0 = tc_lanes_now_ms();
         tc_grb_host_sddmm(k->vt, &P, &L, &R, out);
-        k->times.compute = tc_grb_now_ms() - h0;
+        k->times.compute = tc_lanes_now_ms() - h0;
         snprintf(k->times.kernel, sizeof k->times.kernel, "host reference");
     } else if (tc_grb_gpu_sddmm(k->vt, &P, stm ? pm : NULL, stm, &L, sta ? pa : NULL, sta, &R,
                                 stb ? pb : NULL, stb, out, &k->times, k->why,
@@ -702,13 +702,13 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         goto done;
     }
     synced = 1;
-    double f0 = tc_grb_now_ms();
+    double f0 = tc_lanes_now_ms();
     if (sc.mode == TC_SDDMM_IN_PLACE) {
         out = NULL; /* it is C's values array */
-        const double r0 = tc_grb_now_ms();
+        const double r0 = tc_lanes_now_ms();
         GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
         GrB_Info rb = tc_grb_operand_release(&ob);
-        k->ms_restore = tc_grb_now_ms() - r0;
+        k->ms_restore = tc_lanes_now_ms() - r0;
         gi = tc_sddmm_pack_c(C, &sc, false);
         sc.mode = TC_SDDMM_APPLY; /* C holds its arrays again (or, failed, they are freed) */
         k->finish_how = "written into C's arrays";
@@ -716,7 +716,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         if (*info != GrB_SUCCESS)
             snprintf(k->why, sizeof k->why, "restoring the matrices failed (%d)", (int)*info);
         pass = 0;
-        k->ms_finish = tc_grb_now_ms() - f0;
+        k->ms_finish = tc_lanes_now_ms() - f0;
         goto done;
     }
     /* T takes M's pattern: M's own arrays when they are a private copy, else a copy */
@@ -736,10 +736,10 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         ti = om.i;
         om.p = om.i = NULL;
     }
-    const double r0 = tc_grb_now_ms();
+    const double r0 = tc_lanes_now_ms();
     GrB_Info rm = tc_grb_operand_release(&om), ra = tc_grb_operand_release(&oa);
     GrB_Info rb = tc_grb_operand_release(&ob);
-    k->ms_restore = tc_grb_now_ms() - r0;
+    k->ms_restore = tc_lanes_now_ms() - r0;
     if (rm != GrB_SUCCESS || ra != GrB_SUCCESS || rb != GrB_SUCCESS) {
         *info = rm != GrB_SUCCESS ? rm : ra != GrB_SUCCESS ? ra : rb;
         snprintf(k->why, sizeof k->why, "restoring an input failed (%d)", (int)*info);
@@ -767,7 +767,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         *info = GrB_SUCCESS;
         pass = 0;
         k->finish_how = "packed into C";
-        k->ms_finish = tc_grb_now_ms() - f0;
+        k->ms_finish = tc_lanes_now_ms() - f0;
         goto done;
     }
     k->finish_how = "applied by GraphBLAS";
@@ -787,7 +787,7 @@ static int tc_run_sddmm(tc_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp acc
         goto done;
     }
     pass = tc_finish(k, C, M, accum, T, info);
-    k->ms_finish = tc_grb_now_ms() - f0;
+    k->ms_finish = tc_lanes_now_ms() - f0;
 done:
     if (!synced) {
         tc_grb_pin_unsync(pm, stm);
