@@ -3,7 +3,8 @@
  * A call goes: classify (grb_mxm.c) -> acquire the operands' arrays (grb_operand.c) ->
  * check pins (grb_pin.c) -> compute T on a backend (grb_gpu.c, or grb_host.c for tests) ->
  * restore the operands -> hand T to GraphBLAS for mask / accum / replace (grb_mxm.c).
- * Large host passes run on the host lanes (lanes.h). */
+ * Large host passes run on the host lanes (lanes.h); the GPU backend's copies go through
+ * the staged-copy engine (xfer.h). */
 #ifndef TC_GRB_INTERNAL_H
 #define TC_GRB_INTERNAL_H
 
