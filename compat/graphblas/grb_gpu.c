@@ -6,7 +6,11 @@
  *
  * Device buffers of unpinned operands are kept between calls and only grow, so that a
  * sequence of calls does not pay cudaMalloc/cudaFree each time; pinned operands have their
- * own.  Everything here runs under the adapter lock. */
+ * own.  Everything here runs under the adapter lock.
+ *
+ * Over 600 lines: the SpMM in one piece, the SpMM in row slices and the SDDMM share this
+ * file's static state (the tcsparse handle, the scratch buffers) and its helpers that put
+ * operands and pins on the device; the sections below keep them apart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
