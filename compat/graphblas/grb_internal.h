@@ -1,8 +1,10 @@
 /* The GraphBLAS adapter's internals, shared by libtcsparse_grb and the preload module.
  *
- * A call goes: classify (grb_mxm.c) -> acquire the operands' arrays (grb_operand.c) ->
- * check pins (grb_pin.c) -> compute T on a backend (grb_gpu.c, or grb_host.c for tests) ->
- * restore the operands -> hand T to GraphBLAS for mask / accum / replace (grb_mxm.c). */
+ * A call goes: classify (grb_mxm.c) -> run it as an SpMM (grb_spmm.c) or an SDDMM
+ * (grb_sddmm.c): acquire the operands' arrays (grb_operand.c) -> check pins (grb_pin.c) ->
+ * compute T on a backend (grb_gpu.c, or grb_host.c for tests) -> restore the operands ->
+ * T into C, or to GraphBLAS for mask / accum / replace.  Large host passes run on the host
+ * lanes (lanes.h); the GPU backend's copies go through the staged-copy engine (xfer.h). */
 #ifndef TC_GRB_INTERNAL_H
 #define TC_GRB_INTERNAL_H
 
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <GraphBLAS.h>
 #include "tcsparse_grb.h"
+#include "lanes.h"
 
 typedef GrB_Info (*tc_grb_mxm_fn)(GrB_Matrix C, const GrB_Matrix Mask, const GrB_BinaryOp accum,
                                   const GrB_Semiring semiring, const GrB_Matrix A,
@@ -169,28 +172,55 @@ void tc_grb_host_spmm(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *
 void tc_grb_host_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, const tc_grb_dense *L,
                        const tc_grb_dense *R, void *out);
 
+/* ------------------------------------ a call (grb_mxm.c, grb_spmm.c, grb_sddmm.c) */
+
+/* One GrB_mxm call: its classification, then its outcome. */
+typedef struct {
+    tcsparse_GrB_path_t path;
+    tc_grb_vtype vt;
+    int tran_a, tran_b, replace, mask_struct;
+    GrB_Index m, k, n;
+    GrB_Type ctype, ttype;
+    int host;      /* TCSPARSE_GRB_BACKEND=host */
+    int fail;      /* TCSPARSE_GRB_BACKEND=fail: every computation fails (tests the way back) */
+    int nounpack;  /* TCSPARSE_GRB_NOUNPACK */
+    char why[160];
+    tc_grb_times times;
+    double ms_acquire, ms_finish;
+    const char *finish_how; /* how T reached C (last_reason of an accelerated call) */
+    double ms_restore;      /* of ms_finish: giving the inputs back to GraphBLAS (log line) */
+} tc_grb_call;
+
+/* 1 when the environment variable name is set, and not to "", "0" or "off". */
+int tc_grb_env_on(const char *name);
+/* C<M> = accum(C, T) by GraphBLAS (GrB_Matrix_apply with the call's descriptor settings).
+ * Returns 1 when the call must go to GraphBLAS (C unchanged), 0 otherwise with the result
+ * in *info. */
+int tc_grb_finish(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp accum, GrB_Matrix T,
+                  GrB_Info *info);
+/* Gives back every operand still held (NULL ones skipped; error paths).  A matrix that
+ * could not be restored must not reach GraphBLAS as it is (without its arrays): the call
+ * then fails with the restore's error (*info, *pass = 0) instead of passing through. */
+void tc_grb_release_all(tc_grb_call *k, int *pass, GrB_Info *info, tc_grb_operand *o1,
+                        tc_grb_operand *o2, tc_grb_operand *o3);
+/* Gives the operands back to GraphBLAS once T is computed (NULL ones skipped), timed as
+ * k->ms_restore: GrB_SUCCESS, or the first failure. */
+GrB_Info tc_grb_restore(tc_grb_call *k, tc_grb_operand *o1, tc_grb_operand *o2,
+                        tc_grb_operand *o3);
+/* The accelerated paths (grb_spmm.c, grb_sddmm.c): 1 when the call must go to GraphBLAS
+ * (C unchanged, k->why says why), 0 when it is done, with GrB_mxm's result in *info. */
+int tc_grb_run_spmm(tc_grb_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix A, GrB_Matrix B,
+                    GrB_Info *info);
+int tc_grb_run_sddmm(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp accum,
+                     GrB_Matrix A, GrB_Matrix B, GrB_Info *info);
+
 /* ---------------------------------------------------------------- utilities */
 
-double tc_grb_now_ms(void);
-/* malloc for an array that is written at once in full: large ones get transparent huge
- * pages where the kernel offers them and are touched by several threads. */
+/* Threads for large host passes and the clock: lanes.h.  malloc for an array that is
+ * written at once in full: large ones get transparent huge pages where the kernel offers
+ * them and are touched on the host lanes. */
 void *tc_grb_alloc_out(size_t bytes);
-/* Runs fn(arg, first, last) over [0, n) split into chunks, on up to the online CPU count
- * threads when n * unit_bytes is large enough to pay for them. */
-void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
-                     void *arg);
-/* Host threads the adapter may use: TCSPARSE_GRB_THREADS, else the online CPU count (at
- * most 64). */
-int tc_grb_threads(void);
-/* [lo, hi): part `part` of [0, n) cut into `parts` shares differing by at most one. */
-void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi);
-/* Runs fn(arg, lane) for lane = 0 .. lanes - 1, each on its own thread (lane 0 on the
- * caller's); a thread that cannot be created has its lane run on the caller's thread. */
-void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg);
-/* The same for lanes that wait on each other: all run at once (TCSPARSE_GRB_OMP's choice of
- * threads), or none runs and -1 comes back. */
-int tc_grb_run_lanes_together(int lanes, void (*fn)(void *arg, int lane), void *arg);
-/* 1 when the n bytes at a and b are equal (compared on several threads when n is large). */
+/* 1 when the n bytes at a and b are equal (compared on the host lanes when n is large). */
 int tc_grb_same_bytes(const void *a, const void *b, size_t n);
 /* Logging (TCSPARSE_LOG) and counters. */
 int tc_grb_log_on(void);

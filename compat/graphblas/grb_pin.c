@@ -100,7 +100,7 @@ uint64_t tc_grb_hash(const void *data, size_t n, uint64_t seed)
     tc_hash_job job = {data, n, seed, ch};
     uint64_t h = seed ^ (uint64_t)n;
     if (ch != NULL) {
-        tc_grb_parallel(chunks, TC_HASH_CHUNK, tc_hash_chunks, &job);
+        tc_lanes_parallel(chunks, TC_HASH_CHUNK, tc_hash_chunks, &job);
         for (size_t c = 0; c < chunks; c++)
             h = tc_mix(h, ch[c]);
     } else { /* no memory for the chunk table: one thread, same value */

@@ -1,215 +1,17 @@
-/* Small host utilities of the GraphBLAS adapter: clock, threads for large host passes,
- * output allocation, logging switch. */
+/* Small host utilities of the GraphBLAS adapter: output allocation, byte comparison on the
+ * host lanes, a matrix's settings, logging switch. */
 #define _GNU_SOURCE /* madvise(MADV_HUGEPAGE) */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include "grb_internal.h"
-
-#define TC_GRB_MAX_THREADS 64
-/* Bytes one extra thread must have to do before it pays for its creation (~30 us). */
-#define TC_GRB_BYTES_PER_THREAD ((size_t)4 << 20)
-
-double tc_grb_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "lanes.h"
 
 int tc_grb_log_on(void)
 {
     const char *e = getenv("TCSPARSE_LOG");
     return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
-}
-
-int tc_grb_threads(void)
-{
-    const char *e = getenv("TCSPARSE_GRB_THREADS");
-    long v = e != NULL && e[0] != '\0' ? strtol(e, NULL, 10) : 0;
-    if (v <= 0)
-        v = sysconf(_SC_NPROCESSORS_ONLN);
-    if (v < 1)
-        v = 1;
-    return v > TC_GRB_MAX_THREADS ? TC_GRB_MAX_THREADS : (int)v;
-}
-
-typedef struct {
-    void (*fn)(void *arg, size_t lo, size_t hi);
-    void *arg;
-    size_t n;
-    int parts;
-} tc_grb_split;
-
-static void tc_grb_split_run(void *arg, int lane)
-{
-    const tc_grb_split *sp = arg;
-    size_t lo, hi;
-    tc_grb_share(sp->n, sp->parts, lane, &lo, &hi);
-    sp->fn(sp->arg, lo, hi);
-}
-
-void tc_grb_share(size_t n, int parts, int part, size_t *lo, size_t *hi)
-{
-    const size_t k = (size_t)parts, t = (size_t)part;
-    *lo = n / k * t + (t < n % k ? t : n % k);
-    *hi = *lo + n / k + (t < n % k ? 1 : 0);
-}
-
-void tc_grb_parallel(size_t n, size_t unit_bytes, void (*fn)(void *arg, size_t lo, size_t hi),
-                     void *arg)
-{
-    size_t want = n * unit_bytes / TC_GRB_BYTES_PER_THREAD;
-    size_t nt = (size_t)tc_grb_threads();
-    if (want < nt)
-        nt = want;
-    if (nt > n)
-        nt = n;
-    if (nt <= 1) {
-        fn(arg, 0, n);
-        return;
-    }
-    tc_grb_split sp = {fn, arg, n, (int)nt};
-    tc_grb_run_lanes((int)nt, tc_grb_split_run, &sp);
-}
-
-typedef struct {
-    void (*fn)(void *arg, int lane);
-    void *arg;
-    int lane;
-} tc_grb_lane_task;
-
-static void *tc_grb_lane_main(void *p)
-{
-    tc_grb_lane_task *t = p;
-    t->fn(t->arg, t->lane);
-    return NULL;
-}
-
-#ifdef _OPENMP
-/* TCSPARSE_GRB_OMP=0: the lanes on threads of their own (the comparison's other side) */
-static int tc_grb_use_omp(void)
-{
-    static int use = -1;
-    if (use < 0) {
-        const char *e = getenv("TCSPARSE_GRB_OMP");
-        use = !(e != NULL && strcmp(e, "0") == 0);
-    }
-    return use;
-}
-#endif
-
-void tc_grb_run_lanes(int lanes, void (*fn)(void *arg, int lane), void *arg)
-{
-    pthread_t th[TC_GRB_MAX_THREADS];
-    tc_grb_lane_task task[TC_GRB_MAX_THREADS];
-    int started[TC_GRB_MAX_THREADS];
-    if (lanes > TC_GRB_MAX_THREADS)
-        lanes = TC_GRB_MAX_THREADS;
-#ifdef _OPENMP
-    /* The lanes run on the OpenMP pool that GraphBLAS's parallel regions use.  After each of
-     * those, libgomp's threads spin for a while before they sleep (its default wait policy),
-     * on the very cores that threads of our own would need: the cold path's copies then ran
-     * up to 25% slower, and unevenly.  A lane's work does not depend on running at the same
-     * time as another's, so a pool that grants fewer threads only serialises some lanes
-     * and a sliced SpMM's uploads and downloads no longer overlap: a thread limit below the
-     * lanes, a dynamic team size, no parallel level left or a call from inside a parallel
-     * region takes threads of our own instead. */
-    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes &&
-        !omp_get_dynamic() && omp_get_max_active_levels() > omp_get_active_level()) {
-#pragma omp parallel num_threads(lanes)
-        {
-            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            for (int l = t; l < lanes; l += nt)
-                fn(arg, l);
-        }
-        return;
-    }
-#endif
-    for (int l = 0; l < lanes; l++)
-        task[l] = (tc_grb_lane_task){fn, arg, l};
-    for (int l = 1; l < lanes; l++) {
-        started[l] = pthread_create(&th[l], NULL, tc_grb_lane_main, &task[l]) == 0;
-        if (!started[l]) /* no thread to be had: run the lane here, in turn */
-            tc_grb_lane_main(&task[l]);
-    }
-    if (lanes > 0)
-        tc_grb_lane_main(&task[0]);
-    for (int l = 1; l < lanes; l++)
-        if (started[l])
-            pthread_join(th[l], NULL);
-}
-
-/* Lanes that wait on each other must all run at once: each thread waits at a gate until
- * every one of them exists, and none runs its lane if one could not be had. */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int state; /* 0 waiting, 1 go, -1 called off */
-} tc_grb_gate;
-
-typedef struct {
-    tc_grb_lane_task task;
-    tc_grb_gate *gate;
-} tc_grb_gated_task;
-
-static void *tc_grb_gated_main(void *p)
-{
-    tc_grb_gated_task *t = p;
-    pthread_mutex_lock(&t->gate->lock);
-    while (t->gate->state == 0)
-        pthread_cond_wait(&t->gate->cond, &t->gate->lock);
-    const int go = t->gate->state > 0;
-    pthread_mutex_unlock(&t->gate->lock);
-    if (go)
-        t->task.fn(t->task.arg, t->task.lane);
-    return NULL;
-}
-
-int tc_grb_run_lanes_together(int lanes, void (*fn)(void *arg, int lane), void *arg)
-{
-    if (lanes < 1 || lanes > TC_GRB_MAX_THREADS)
-        return -1;
-#ifdef _OPENMP
-    if (lanes > 1 && tc_grb_use_omp() && !omp_in_parallel() && omp_get_thread_limit() >= lanes &&
-        !omp_get_dynamic() && omp_get_max_active_levels() > omp_get_active_level()) {
-        int whole = 1;
-#pragma omp parallel num_threads(lanes)
-        {
-            /* every thread of the team sees the same count: all run their lane, or none */
-            if (omp_get_num_threads() == lanes)
-                fn(arg, omp_get_thread_num());
-            else if (omp_get_thread_num() == 0)
-                whole = 0;
-        }
-        return whole ? 0 : -1;
-    }
-#endif
-    pthread_t th[TC_GRB_MAX_THREADS];
-    tc_grb_gated_task task[TC_GRB_MAX_THREADS];
-    tc_grb_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    int made = 1;
-    for (; made < lanes; made++) {
-        task[made] = (tc_grb_gated_task){{fn, arg, made}, &gate};
-        if (pthread_create(&th[made], NULL, tc_grb_gated_main, &task[made]) != 0)
-            break;
-    }
-    pthread_mutex_lock(&gate.lock);
-    gate.state = made == lanes ? 1 : -1;
-    pthread_cond_broadcast(&gate.cond);
-    pthread_mutex_unlock(&gate.lock);
-    if (made == lanes)
-        fn(arg, 0);
-    for (int l = 1; l < made; l++)
-        pthread_join(th[l], NULL);
-    return made == lanes ? 0 : -1;
 }
 
 typedef struct {
@@ -227,7 +29,7 @@ static void tc_grb_cmp_part(void *arg, size_t lo, size_t hi)
 int tc_grb_same_bytes(const void *a, const void *b, size_t n)
 {
     tc_grb_cmp_job j = {a, b, 0};
-    tc_grb_parallel(n, 1, tc_grb_cmp_part, &j);
+    tc_lanes_parallel(n, 1, tc_grb_cmp_part, &j);
     return !j.differ;
 }
 
@@ -249,7 +51,7 @@ void *tc_grb_alloc_out(size_t bytes)
     uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)0x1fffff;
     if (hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint; refusal is fine */
-    tc_grb_parallel(bytes / 4096, 4096, tc_grb_touch, p);
+    tc_lanes_parallel(bytes / 4096, 4096, tc_grb_touch, p);
     return p;
 }
 

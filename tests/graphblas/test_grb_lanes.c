@@ -1,5 +1,5 @@
-/* The adapter's host lanes that wait on each other (tc_grb_run_lanes_together, which a
- * sliced SpMM's flow runs on): every lane runs at once on the OpenMP pool or on threads of
+/* Host lanes that wait on each other (tc_lanes_run_together, which the staged-copy
+ * engine's flow runs on): every lane runs at once on the OpenMP pool or on threads of
  * its own, or none runs.  A lane that waited for a lane that never came would hang; here
  * each wait gives up after 20 s and the test fails instead. */
 #define _POSIX_C_SOURCE 200809L
@@ -10,12 +10,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "grb_internal.h"
+#include "lanes.h"
 
 typedef struct {
     int lanes;
     atomic_int arrived, ran, timed_out;
-    atomic_int seen[64];
+    atomic_int seen[TC_LANES_MAX];
 } meet_t;
 
 static double now_s(void)
@@ -45,7 +45,7 @@ static void check_meet(int lanes)
     meet_t m;
     memset(&m, 0, sizeof m);
     m.lanes = lanes;
-    cr_assert_eq(tc_grb_run_lanes_together(lanes, meet, &m), 0, "%d lanes", lanes);
+    cr_assert_eq(tc_lanes_run_together(lanes, meet, &m), 0, "%d lanes", lanes);
     cr_expect_eq(atomic_load(&m.timed_out), 0, "%d lanes: a lane waited in vain", lanes);
     cr_expect_eq(atomic_load(&m.ran), lanes);
     for (int l = 0; l < lanes; l++)
@@ -76,7 +76,7 @@ Test(grb_lanes, together_inside_a_parallel_region)
         meet_t m;
         memset(&m, 0, sizeof m);
         m.lanes = 5;
-        failures += tc_grb_run_lanes_together(5, meet, &m) != 0 ||
+        failures += tc_lanes_run_together(5, meet, &m) != 0 ||
                     atomic_load(&m.ran) != 5 || atomic_load(&m.timed_out) != 0;
     }
     cr_expect_eq(failures, 0);
@@ -88,8 +88,8 @@ Test(grb_lanes, refused_counts_run_nothing)
     meet_t m;
     memset(&m, 0, sizeof m);
     m.lanes = 1;
-    cr_expect_eq(tc_grb_run_lanes_together(0, meet, &m), -1);
-    cr_expect_eq(tc_grb_run_lanes_together(65, meet, &m), -1);
-    cr_expect_eq(tc_grb_run_lanes_together(-3, meet, &m), -1);
+    cr_expect_eq(tc_lanes_run_together(0, meet, &m), -1);
+    cr_expect_eq(tc_lanes_run_together(TC_LANES_MAX + 1, meet, &m), -1);
+    cr_expect_eq(tc_lanes_run_together(-3, meet, &m), -1);
     cr_expect_eq(atomic_load(&m.arrived), 0);
 }
