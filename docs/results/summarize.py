@@ -64,6 +64,8 @@ elif mode in ('large', 'f16'):
             print(f"| **geomean** | | | | | | | | | **{geo(r1):.2f}** | **{geo(r2):.2f}** |")
 else:
     for prec in ('tf32', 'f32'):
+        if not any(k[2] == prec for k in d):
+            continue
         print(f"\n**{prec}** (µs; routed ÷ ALG_DEFAULT and routed ÷ best cuSPARSE, per N)\n")
         Ns = sorted({k[1] for k in d if k[2] == prec})
         print("| matrix | nnz | " + " | ".join(f"N={n}: default / ALG3 / routed (path)" for n in Ns) + " |")
