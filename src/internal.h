@@ -222,6 +222,12 @@ static inline int tc_dnmat_ok(const struct tcsparseDnMatDescr *d)
     return d != NULL && d->magic == TC_MAGIC_DNMAT;
 }
 
+/* Size in bytes of one index of a tcsparseIndexType_t, 0 when unsupported by tcsparse. */
+static inline size_t tc_index_size(tcsparseIndexType_t t)
+{
+    return t == TCSPARSE_INDEX_64I ? 8 : t == TCSPARSE_INDEX_32I ? 4 : 0;
+}
+
 /* Size in bytes of one element of a cudaDataType, 0 when unsupported by tcsparse. */
 size_t tc_dtype_size(cudaDataType t);
 /* Name of a cudaDataType for messages ("CUDA_R_32F"). */
