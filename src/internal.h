@@ -8,6 +8,7 @@
 #include <cusparse.h>
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
+#include "tcsparse_hook.h"
 
 /* Magic values: set at create, wiped at destroy, so that use after destroy is caught
  * (as long as the memory has not been reused). */
@@ -106,14 +107,14 @@ struct tcsparseContext {
     tcsparseRouteInfo_t last_route;
     /* last_route.reason still to be formatted from these (kind != 0): see route.h */
     tc_reason_args pending_reason;
-    /* Set by the cuSPARSE interposer on its private handles: where the route picks cuSPARSE,
-     * the execute and preprocess calls return at once with `deferred` set instead of calling
-     * cuSPARSE, so that the interposer calls the real cuSPARSE with the caller's own
-     * arguments. */
-    int defer_cusparse;
-    int deferred;
-    int quiet; /* no TCSPARSE_LOG line from the route: the interposer prints its own */
-    int decide_only; /* interposer: execute calls decide and record the route, launch nothing */
+    /* What the handle's caller asked through include/tcsparse_hook.h (the cuSPARSE
+     * interposer): mode, TC_HOOK_* bits (0: the library's ordinary behaviour), read through
+     * tc_hook_on; deferred, whether the last execute or preprocess left its cuSPARSE work to
+     * the caller (tc_hook_deferred). */
+    struct {
+        unsigned mode;
+        int deferred;
+    } hook;
     /* CSR_ALG3 workspaces for the cuSPARSE route (fallback.c), freed at destroy.  Kept per
      * handle: a handle's calls are ordered on its stream, so a workspace is never used by two
      * calls at once (tcsparseSetStream waits for the old stream, or retires them). */
@@ -220,6 +221,18 @@ static inline int tc_spmat_ok(const struct tcsparseSpMatDescr *d)
 static inline int tc_dnmat_ok(const struct tcsparseDnMatDescr *d)
 {
     return d != NULL && d->magic == TC_MAGIC_DNMAT;
+}
+
+/* Whether the handle's caller asked for the hook mode `bit` (TC_HOOK_*, tcsparse_hook.h). */
+static inline int tc_hook_on(const struct tcsparseContext *h, unsigned bit)
+{
+    return (h->hook.mode & bit) != 0;
+}
+
+/* Size in bytes of one index of a tcsparseIndexType_t, 0 when unsupported by tcsparse. */
+static inline size_t tc_index_size(tcsparseIndexType_t t)
+{
+    return t == TCSPARSE_INDEX_64I ? 8 : t == TCSPARSE_INDEX_32I ? 4 : 0;
 }
 
 /* Size in bytes of one element of a cudaDataType, 0 when unsupported by tcsparse. */

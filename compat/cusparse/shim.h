@@ -1,23 +1,142 @@
-/* Internal header of the cuSPARSE interposer (libtcsparse_preload.so). */
+/* Internal header of the cuSPARSE interposer (libtcsparse_preload.so), shared by its files:
+ *   real.c    the real cuSPARSE functions, the settings (environment), the log, the rules of
+ *             when a call may be routed;
+ *   shadow.c  the tcsparse handles and descriptors mirroring the caller's, the plans kept
+ *             from destroyed descriptors, the structures seen without a plan;
+ *   preload.c the intercepted functions (what the interposer does: read it first).
+ * The interposer is a client of tcsparse.h, tcsparse_ext.h and tcsparse_hook.h only. */
 #ifndef TC_SHIM_H
 #define TC_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cuda_runtime_api.h>
+#include <cusparse.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "tcsparse_hook.h"
 
-/* Fingerprint of the bytes of two device arrays (sizes multiples of 4; either may be NULL),
- * computed on `stream` and waited for.  0 on success, -1 on any CUDA error (cleared). */
-int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
-                        cudaStream_t stream, uint64_t *fp);
+#define TC_SHIM_EXPORT __attribute__((visibility("default")))
 
-#ifdef __cplusplus
-}
-#endif
+/* ------------------------------------------------------------------ real.c */
+
+/* The real cuSPARSE functions the interposer defines names of. */
+typedef struct {
+    __typeof__(cusparseSpMM_bufferSize) *spmm_buffer_size;
+    __typeof__(cusparseSpMM_preprocess) *spmm_preprocess;
+    __typeof__(cusparseSpMM) *spmm;
+    __typeof__(cusparseSDDMM_bufferSize) *sddmm_buffer_size;
+    __typeof__(cusparseSDDMM_preprocess) *sddmm_preprocess;
+    __typeof__(cusparseSDDMM) *sddmm;
+    __typeof__(cusparseDestroySpMat) *destroy_spmat;
+    __typeof__(cusparseCsrSetPointers) *csr_set_pointers;
+    __typeof__(cusparseCscSetPointers) *csc_set_pointers;
+    __typeof__(cusparseCooSetPointers) *coo_set_pointers;
+    __typeof__(cusparseSpMatSetValues) *spmat_set_values;
+    __typeof__(cusparseCsrSetStridedBatch) *csr_set_strided_batch;
+    __typeof__(cusparseCooSetStridedBatch) *coo_set_strided_batch;
+    __typeof__(cusparseDestroy) *destroy;
+} tc_shim_real_fns;
+extern tc_shim_real_fns tc_shim_real;
+
+/* What tc_shim_init found and read, once per process. */
+typedef struct {
+    pid_t pid;         /* the process that loaded us; a forked child differs */
+    int ready;         /* every real function was found */
+    int passthrough;   /* TCSPARSE_ROUTE=cusparse */
+    int log;           /* TCSPARSE_LOG */
+    int keep;          /* TCSPARSE_PRELOAD_KEEP (default 8) */
+    int trust;         /* TCSPARSE_PRELOAD_TRUST_POINTERS=1: adopt without a check */
+    int convert_after; /* TCSPARSE_PRELOAD_CONVERT_AFTER (default 2) */
+} tc_shim_settings;
+extern tc_shim_settings tc_shim;
+
+/* > 0 inside the interposer or a real call: such calls go straight to the real function. */
+extern __thread int tc_shim_depth;
+
+/* Finds the real functions and reads the environment, once (every entry point calls it
+ * through tc_shim_route_on or tc_shim_top; the constructor too). */
+void tc_shim_once(void);
+/* Whether this call may be routed: the real functions exist, it is not a nested call, not a
+ * forked child, not pass-through. */
+int tc_shim_route_on(void);
+/* Whether this call may touch the interposer's tables: not a nested call, and not a forked
+ * child (which only forwards: the tables and tc_shim_lock are the parent's copies, and the
+ * lock may have been held by another thread at the fork). */
+int tc_shim_top(void);
+/* One line "tcsparse-preload: ..." on stderr with TCSPARSE_LOG. */
+void tc_shim_logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Calls through to the real function with the depth raised; NOT_INITIALIZED if it is
+ * missing. */
+#define TC_REAL(field, ...)                                                            \
+    (tc_shim_real.field == NULL                                                        \
+         ? CUSPARSE_STATUS_NOT_INITIALIZED                                             \
+         : (tc_shim_depth++, tc_shim_real_status = tc_shim_real.field(__VA_ARGS__),    \
+            tc_shim_depth--, tc_shim_real_status))
+extern __thread cusparseStatus_t tc_shim_real_status;
+
+/* ------------------------------------------------------------------ shadow.c */
+
+/* Guards every table of shadow.c; held (with the depth raised) around each routed call. */
+extern pthread_mutex_t tc_shim_lock;
+
+/* What a shadow sparse descriptor was made from. */
+typedef struct {
+    int format;
+    int64_t rows, cols, nnz;
+    const void *offsets, *indices;
+    int offsets_type, indices_type, base, value_type;
+} tc_spmat_sig;
+
+/* The shadow of a caller's sparse descriptor, or a kept one (key NULL). */
+typedef struct tc_shim_spmat {
+    const void *key; /* the caller's descriptor; NULL for a kept orphan */
+    tc_spmat_sig sig;
+    tcsparseSpMatDescr_t shadow;
+    int have_fp;
+    uint64_t fp;
+    int unverified; /* adopted from a kept plan; checked before a tensor-core launch */
+    unsigned long long used; /* orphans: last use, for least-recently-used */
+    struct tc_shim_spmat *next;
+} tc_shim_spmat;
+
+/* The mode of the interposer's tcsparse handles (tcsparse_hook.h): the route leaves the
+ * cuSPARSE calls to the interposer, which logs them itself. */
+#define TC_SHIM_MODE (TC_HOOK_DEFER_CUSPARSE | TC_HOOK_QUIET)
+
+/* All below: lock held. */
+
+/* The tcsparse handle mirroring a cuSPARSE handle, with its stream and pointer mode; NULL
+ * with a reason when it cannot be had. */
+tcsparseHandle_t tc_shim_handle_get(cusparseHandle_t handle, cudaStream_t *stream, char *why,
+                                    size_t n);
+/* Frees the mirror of a cuSPARSE handle being destroyed, if any. */
+void tc_shim_handle_drop(cusparseHandle_t handle);
+/* Notes whether this thread's routed call runs on a capturing stream, and outside a capture
+ * frees what earlier captured calls could not. */
+void tc_shim_capture_note(cudaStream_t stream);
+/* The shadow of a caller's sparse descriptor, made or refreshed, or a kept plan over the
+ * same arrays taken over; NULL with a reason when tcsparse cannot mirror it. */
+tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n);
+/* Forgets the shadow of a descriptor whose structure may change; `orphan`: the descriptor is
+ * being destroyed, so a plan that can be recognised later is kept.  1 when it had one. */
+int tc_shim_spmat_forget(const void *d, int orphan);
+/* Whether the shadow holds a tensor-core plan. */
+int tc_shim_has_plan(const tc_shim_spmat *e);
+/* An adopted plan is about to drive the tensor cores: 1 to go ahead; 0 when it was stale or
+ * cannot be checked now (e->unverified then tells which). */
+int tc_shim_verify(tc_shim_spmat *e, cudaStream_t stream);
+/* After a call that may have built the plan: its fingerprint, once, outside any capture. */
+void tc_shim_note_plan(tc_shim_spmat *e, cudaStream_t stream);
+/* Counts one more execution of the shadow's structure without a plan; returns the count. */
+int tc_shim_seen_count(const tc_shim_spmat *e);
+/* A tcsparse dense descriptor mirroring a cuSPARSE one (const: read-only operand). */
+tcsparseStatus_t tc_shim_dn_shadow(cusparseConstDnMatDescr_t d, int is_const,
+                                   tcsparseDnMatDescr_t *out, char *why, size_t n);
 
 #endif

@@ -20,6 +20,15 @@ extern "C" {
  * allocations, kernel attributes) are gone and must not be used. */
 unsigned long long tc_context_id(void);
 
+/* ---- structure fingerprint (fingerprint.cu) ------------------------------------------ */
+
+/* Fingerprint of the bytes of two device arrays (sizes multiples of 4; either may be NULL),
+ * computed on `stream` and waited for (tc_hook_spmat_fingerprint, tcsparse_hook.h).  0 on
+ * success, -1 on any CUDA error (cleared).  It keeps one device word per device: calls must
+ * not overlap (the interposer makes them under its lock). */
+int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
+                          cudaStream_t stream, uint64_t *fp);
+
 /* ---- conversion -------------------------------------------------------------------- */
 
 /* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/plan/metcf.h). */

@@ -22,11 +22,6 @@ static const char *tc_format_name(tcsparseFormat_t f)
     }
 }
 
-static size_t tc_index_size(tcsparseIndexType_t t)
-{
-    return t == TCSPARSE_INDEX_64I ? 8 : t == TCSPARSE_INDEX_32I ? 4 : 0;
-}
-
 static int tc_aligned(const void *p, size_t a)
 {
     return a == 0 || (uintptr_t)p % a == 0;

@@ -17,17 +17,8 @@ tcsparseStatus_t tc_dnmat_cusparse(const struct tcsparseDnMatDescr *d, cusparseD
 void tc_spmat_cusparse_release(struct tcsparseSpMatDescr *d);
 void tc_dnmat_cusparse_release(struct tcsparseDnMatDescr *d);
 
-/* The cuSPARSE SpMM/SDDMM entry points this file calls.  They are the library's own symbols,
- * except inside the LD_PRELOAD interposer (compat/cusparse), which defines those names itself
- * and points these at the real cuSPARSE before any call, so the fallback never re-enters it. */
-typedef struct {
-    __typeof__(cusparseSpMM_bufferSize) *spmm_buffer_size;
-    __typeof__(cusparseSpMM_preprocess) *spmm_preprocess;
-    __typeof__(cusparseSpMM) *spmm;
-    __typeof__(cusparseSDDMM_bufferSize) *sddmm_buffer_size;
-    __typeof__(cusparseSDDMM_preprocess) *sddmm_preprocess;
-    __typeof__(cusparseSDDMM) *sddmm;
-} tc_cusparse_entry_points;
+/* The cuSPARSE SpMM/SDDMM entry points this file calls (tcsparse_hook.h: the library's own
+ * symbols, or the real cuSPARSE's inside the LD_PRELOAD interposer). */
 extern tc_cusparse_entry_points tc_cusparse_real;
 
 tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,

@@ -29,7 +29,8 @@ static double tc_late_min_gain(void)
 static int tc_late_logging(tcsparseHandle_t h)
 {
     const char *log = getenv("TCSPARSE_LOG");
-    return !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
+    return !tc_hook_on(h, TC_HOOK_QUIET) && log != NULL && log[0] != '\0' &&
+           strcmp(log, "0") != 0;
 }
 
 /* Appends tail to the handle's last route reason (formatting a pending model reason first). */
@@ -234,7 +235,7 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
                  tc_ordering_name(l->ordering));
         return;
     }
-    if (h->decide_only) {
+    if (tc_hook_on(h, TC_HOOK_DECIDE_ONLY)) {
         /* the interposer asks where a call would go: nothing runs, nothing to time */
         if (++l->idle > TC_LATE_IDLE_CALLS) {
             tc_late_end_trial(l, tc_late_kept_state(d));
@@ -400,7 +401,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
     if (l->state == TCSPARSE_LATE_WAITING) {
         if (ran == NULL || ran != d->plan || dec->path == TCSPARSE_PATH_CUSPARSE ||
-            h->decide_only || noted) /* noted: round 0 ended in this call; the next starts 1 */
+            tc_hook_on(h, TC_HOOK_DECIDE_ONLY) ||
+            noted) /* noted: round 0 ended in this call; the next starts 1 */
             return;
         if (tc_stream_capturing(h->stream)) {
             /* a graph now holds the current plan: it must not be freed */
@@ -412,7 +414,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
             tc_late_start(h, d, k);
         return;
     }
-    if (l->state != TCSPARSE_LATE_TRIAL || !tc_call_kind_eq(&l->kind, k) || h->decide_only)
+    if (l->state != TCSPARSE_LATE_TRIAL || !tc_call_kind_eq(&l->kind, k) ||
+        tc_hook_on(h, TC_HOOK_DECIDE_ONLY))
         return;
     if (l->untimed != 0) {
         /* the interposer ran one plan's call on cuSPARSE itself: that plan's route is
@@ -455,7 +458,7 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
     struct tc_late *l = &d->late;
     if (l->sample >= 0) {
         const int which = l->x.ev_cand[l->sample] - 1;
-        if (st == TCSPARSE_STATUS_SUCCESS && h->deferred) {
+        if (st == TCSPARSE_STATUS_SUCCESS && h->hook.deferred) {
             /* the interposer runs this call on cuSPARSE after it returns: not timed here */
             l->x.ev_cand[l->sample] = 0;
             if (which >= 0)
@@ -484,7 +487,7 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
         (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE ||
-         h->decide_only))
+         tc_hook_on(h, TC_HOOK_DECIDE_ONLY)))
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;

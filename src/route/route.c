@@ -76,7 +76,8 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
     r->path = d->path;
     tc_str_join(r->kernel, sizeof r->kernel, d->kernel, NULL);
     const char *log = getenv("TCSPARSE_LOG");
-    const int logging = !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
+    const int logging = !tc_hook_on(h, TC_HOOK_QUIET) && log != NULL && log[0] != '\0' &&
+                        strcmp(log, "0") != 0;
     if (d->ra.kind != 0 && !logging) {
         h->pending_reason = d->ra; /* formatted when read: tcsparseGetLastRoute */
         r->reason[0] = '\0';
@@ -165,7 +166,7 @@ static int tc_alg3_applies(tcsparseHandle_t h, tcsparseOperation_t opA, tcsparse
            A->value_type == CUDA_R_32F && B->value_type == CUDA_R_32F &&
            C->value_type == CUDA_R_32F && ct == CUDA_R_32F && B->order == TCSPARSE_ORDER_ROW &&
            C->order == TCSPARSE_ORDER_ROW && A->batch_count == 1 && B->batch_count == 1 &&
-           C->batch_count == 1 && !h->defer_cusparse;
+           C->batch_count == 1 && !tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
 }
 
 static void tc_decision_alg3(tc_decision *d)
@@ -565,11 +566,11 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     tc_route_record(h, &d);
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
-    h->deferred = h->defer_cusparse;
-    st = h->deferred ? TCSPARSE_STATUS_SUCCESS
+    h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_spmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_SUCCESS && d.path == TCSPARSE_PATH_CUSPARSE && d.alg3 &&
-        !h->deferred) {
+        !h->hook.deferred) {
         /* the CSR_ALG3 workspace now, so that the first execution does not pay for it; where
          * it cannot be had, executions run ALG_DEFAULT */
         (void)tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 0);
@@ -800,11 +801,11 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
     if (d->path != TCSPARSE_PATH_CUSPARSE) {
         st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d, 1);
         tc_route_record(h, d);
-        h->deferred = 0;
+        h->hook.deferred = 0;
         return st;
     }
-    h->deferred = h->defer_cusparse;
-    if (h->deferred) {
+    h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    if (h->hook.deferred) {
         tc_route_record(h, d);
         return TCSPARSE_STATUS_SUCCESS;
     }
@@ -832,15 +833,16 @@ tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc
                               tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx)
 {
     int as_planned;
-    if (h->decide_only) { /* the interposer asks where the call would go */
+    if (tc_hook_on(h, TC_HOOK_DECIDE_ONLY)) { /* the interposer asks where the call would go */
         tc_route_record(h, d);
-        h->deferred = 1;
+        h->hook.deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
     /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model, and
      * not for the interposer, which runs the real cuSPARSE itself (its calls cannot be timed
      * here) */
-    if (d->ncand == 0 || plan == NULL || h->defer_cusparse || tc_select_model_only())
+    if (d->ncand == 0 || plan == NULL || tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE) ||
+        tc_select_model_only())
         return run(ctx, d, &as_planned);
     const tc_decision model = *d;
     const int pair = tc_explore_step(h, plan, k, d, alg3_ok);

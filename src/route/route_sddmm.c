@@ -217,8 +217,8 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
     tc_route_record(h, &d);
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
-    h->deferred = h->defer_cusparse;
-    st = h->deferred ? TCSPARSE_STATUS_SUCCESS
+    h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
         tc_error_clear();
@@ -249,8 +249,8 @@ static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planne
     if (d->path != TCSPARSE_PATH_CUSPARSE)
         st = tc_sddmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, c->plan, d);
     tc_route_record(h, d);
-    h->deferred = d->path == TCSPARSE_PATH_CUSPARSE && h->defer_cusparse;
-    if (d->path == TCSPARSE_PATH_CUSPARSE && !h->deferred)
+    h->hook.deferred = d->path == TCSPARSE_PATH_CUSPARSE && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    if (d->path == TCSPARSE_PATH_CUSPARSE && !h->hook.deferred)
         st = tc_fallback_sddmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                c->alg, c->buffer);
     return st;

@@ -1,9 +1,9 @@
-// Fingerprint of a sparse matrix's structure arrays, for the LD_PRELOAD interposer: a plan
-// left behind by a destroyed cuSPARSE descriptor is reused by a new descriptor over the same
-// arrays only when the fingerprint of what those arrays hold now matches.
+// Fingerprint of a sparse matrix's structure arrays (tc_fingerprint_arrays, kernels.h), for
+// tc_hook_spmat_fingerprint: the LD_PRELOAD interposer reuses a plan left behind by a destroyed
+// cuSPARSE descriptor for a new descriptor over the same arrays only when the fingerprint of
+// what those arrays hold now matches.
 #include <cstdint>
 
-#include "shim.h"
 #include "kernels.h"
 
 namespace {
@@ -36,12 +36,12 @@ __global__ void tc_fingerprint_kernel(const uint32_t *__restrict__ words, uint64
 
 } // namespace
 
-extern "C" int tc_shim_fingerprint(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
-                                   cudaStream_t stream, uint64_t *fp)
+extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b,
+                                     size_t b_bytes, cudaStream_t stream, uint64_t *fp)
 {
     // One device word and one pinned host word per device, kept for the process: the
     // fingerprint is taken on every adoption of a kept plan, so it must not allocate.
-    // The caller holds the interposer's lock.
+    // Calls do not overlap (kernels.h).
     // They are forgotten (not freed) when the device's context is a new one: cudaDeviceReset
     // freed them, and the device address may since be another allocation.
     static unsigned long long *dword[64], *hword[64];

@@ -1,0 +1,101 @@
+/* tcsparse_hook.h: what the cuSPARSE interposer (compat/cusparse) asks of the core beyond
+ * tcsparse.h and tcsparse_ext.h.  Implemented in src/api/hook.c.
+ *
+ * The interposer mirrors a program's cuSPARSE calls on tcsparse handles and descriptors of its
+ * own.  Where the route picks cuSPARSE it calls the real cuSPARSE itself, with the program's
+ * own arguments, so it needs the route to decide without running cuSPARSE (the handle modes
+ * below); it keeps the plans of destroyed descriptors and recognises their structure later
+ * (has-plan, fingerprint); and tcsparse's own cuSPARSE calls must reach the real library,
+ * never the interposer's names (tc_hook_set_cusparse).
+ *
+ * Not installed, and its names are tc_*: the installed libtcsparse.so exports only
+ * tcsparse* names, and the interposer links the core itself.  Each function validates its
+ * arguments like the public ones: a bad one gives TCSPARSE_STATUS_INVALID_VALUE with a
+ * one-line message (tcsparseGetLastErrorMessage) and changes nothing. */
+#ifndef TCSPARSE_HOOK_H
+#define TCSPARSE_HOOK_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- handle modes ---------------------------------------------------------------------- */
+
+/* Bits of a handle's mode (tc_hook_set_mode); 0, the mode of every new handle, is the
+ * library's ordinary behaviour. */
+enum {
+    /* Where the route picks cuSPARSE, SpMM/SDDMM execute and preprocess record the decision
+     * (tcsparseGetLastRoute) and return SUCCESS without calling cuSPARSE; tc_hook_deferred
+     * then says 1, and the caller runs cuSPARSE itself.  Nothing is measured against cuSPARSE
+     * on such a handle (the caller's cuSPARSE calls cannot be timed), and the route keeps
+     * cuSPARSE's default algorithm (no CSR_ALG3 workspace of its own). */
+    TC_HOOK_DEFER_CUSPARSE = 1u,
+    /* The route writes no TCSPARSE_LOG line: the caller prints its own. */
+    TC_HOOK_QUIET = 2u,
+    /* SpMM/SDDMM execute decide and record the route, and launch nothing (tc_hook_deferred
+     * says 1): the caller asks where a call would go before it lets the call run. */
+    TC_HOOK_DECIDE_ONLY = 4u
+};
+#define TC_HOOK_MODES (TC_HOOK_DEFER_CUSPARSE | TC_HOOK_QUIET | TC_HOOK_DECIDE_ONLY)
+
+/* Sets the handle's mode, a combination of the bits above (replacing the previous one).
+ * INVALID_VALUE for a dead handle or an unknown bit. */
+tcsparseStatus_t tc_hook_set_mode(tcsparseHandle_t handle, unsigned mode);
+
+/* *deferred = 1 when the last SpMM/SDDMM execute or preprocess on the handle (one that
+ * returned SUCCESS) left cuSPARSE's part to the caller: under TC_HOOK_DEFER_CUSPARSE an
+ * execute routed to cuSPARSE, or any preprocess (cuSPARSE's own preprocessing); under
+ * TC_HOOK_DECIDE_ONLY any execute.  0 when tcsparse did the whole call.  Read it right after
+ * that call. */
+tcsparseStatus_t tc_hook_deferred(tcsparseHandle_t handle, int *deferred);
+
+/* The route in effect on the handle: the environment variable TCSPARSE_ROUTE when set,
+ * else tcsparseSetRoute's (tcsparseGetRoute returns only the latter). */
+tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route);
+
+/* ---- sparse descriptors ---------------------------------------------------------------- */
+
+/* *has_plan = 1 when the descriptor holds a tensor-core plan now (one built by an earlier
+ * call, which later calls reuse). */
+tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, int *has_plan);
+
+/* A 64-bit fingerprint of what the descriptor's two structure arrays hold now (CSR/CSC:
+ * offsets and indices; COO: row and column indices), computed on `stream` and waited for
+ * (one synchronisation, no allocation after the first call on a device).  Equal structures
+ * give equal fingerprints; a changed one almost surely another.  Calls must not overlap (one
+ * device word per device is kept for them; the interposer makes them under its lock).
+ * EXECUTION_FAILED on a CUDA error (cleared). */
+tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
+                                           cudaStream_t stream, uint64_t *fingerprint);
+
+/* ---- the cuSPARSE the core calls ------------------------------------------------------- */
+
+/* The cuSPARSE SpMM/SDDMM entry points the core's cuSPARSE route calls
+ * (src/cusparse/fallback.c).  They are the library's own symbols, except inside the
+ * interposer, which defines those names itself and points these at the real cuSPARSE before
+ * any call, so that the core never re-enters it. */
+typedef struct {
+    __typeof__(cusparseSpMM_bufferSize) *spmm_buffer_size;
+    __typeof__(cusparseSpMM_preprocess) *spmm_preprocess;
+    __typeof__(cusparseSpMM) *spmm;
+    __typeof__(cusparseSDDMM_bufferSize) *sddmm_buffer_size;
+    __typeof__(cusparseSDDMM_preprocess) *sddmm_preprocess;
+    __typeof__(cusparseSDDMM) *sddmm;
+} tc_cusparse_entry_points;
+
+/* Points the core's cuSPARSE calls at these functions, for every handle; call it before any
+ * other tcsparse call, from one thread.  INVALID_VALUE when `real` or one of its functions is
+ * NULL. */
+tcsparseStatus_t tc_hook_set_cusparse(const tc_cusparse_entry_points *real);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCSPARSE_HOOK_H */

@@ -1,0 +1,102 @@
+/* The hook interface (include/tcsparse_hook.h): what the cuSPARSE interposer asks of the core
+ * beyond the public API.  The handle modes are read by the route through tc_hook_on
+ * (internal.h). */
+#include "error.h"
+#include "fallback.h"
+#include "internal.h"
+#include "kernels.h"
+#include "plan.h"
+#include "route.h"
+
+tcsparseStatus_t tc_hook_set_mode(tcsparseHandle_t handle, unsigned mode)
+{
+    tc_error_clear();
+    if (!tc_handle_ok(handle))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_set_mode: handle is NULL or not a live tcsparse handle");
+    if ((mode & ~(unsigned)TC_HOOK_MODES) != 0)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_set_mode: mode 0x%x has bits other than TC_HOOK_*", mode);
+    handle->hook.mode = mode;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_deferred(tcsparseHandle_t handle, int *deferred)
+{
+    tc_error_clear();
+    if (!tc_handle_ok(handle))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_deferred: handle is NULL or not a live tcsparse handle");
+    if (deferred == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tc_hook_deferred: deferred is NULL");
+    *deferred = handle->hook.deferred;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route)
+{
+    tc_error_clear();
+    if (!tc_handle_ok(handle))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_route: handle is NULL or not a live tcsparse handle");
+    if (route == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tc_hook_route: route is NULL");
+    *route = tc_route_effective(handle);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, int *has_plan)
+{
+    tc_error_clear();
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_has_plan: spMatDescr is NULL or not a live sparse "
+                            "descriptor");
+    if (has_plan == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_has_plan: has_plan is NULL");
+    tc_spmat_lock(spMatDescr); /* plan is read under the descriptor's lock (plan.h) */
+    *has_plan = spMatDescr->plan != NULL;
+    tc_spmat_unlock(spMatDescr);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
+                                           cudaStream_t stream, uint64_t *fingerprint)
+{
+    tc_error_clear();
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_fingerprint: spMatDescr is NULL or not a live sparse "
+                            "descriptor");
+    if (fingerprint == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_fingerprint: fingerprint is NULL");
+    const struct tcsparseSpMatDescr *d = spMatDescr;
+    tc_spmat_lock(d);
+    /* CSR: rows + 1 offsets; CSC: cols + 1; COO: nnz row indices (offsets_type is the
+     * indices' type there) */
+    const int64_t noff = d->format == TCSPARSE_FORMAT_CSR   ? d->rows + 1
+                         : d->format == TCSPARSE_FORMAT_CSC ? d->cols + 1
+                                                            : d->nnz;
+    const void *off = d->offsets, *idx = d->indices;
+    const size_t off_bytes = (size_t)noff * tc_index_size(d->offsets_type);
+    const size_t idx_bytes = (size_t)d->nnz * tc_index_size(d->indices_type);
+    tc_spmat_unlock(d);
+    if (tc_fingerprint_arrays(off, off_bytes, idx, idx_bytes, stream, fingerprint) != 0)
+        return tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
+                            "tc_hook_spmat_fingerprint: a CUDA call failed");
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_set_cusparse(const tc_cusparse_entry_points *real)
+{
+    tc_error_clear();
+    if (real == NULL || real->spmm_buffer_size == NULL || real->spmm_preprocess == NULL ||
+        real->spmm == NULL || real->sddmm_buffer_size == NULL || real->sddmm_preprocess == NULL ||
+        real->sddmm == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_set_cusparse: the entry points or one of them is NULL");
+    tc_cusparse_real = *real;
+    return TCSPARSE_STATUS_SUCCESS;
+}
