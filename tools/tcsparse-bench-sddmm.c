@@ -15,48 +15,15 @@
 #include "tcsparse_ext.h"
 #include "gen.h"
 #include "halfconv.h"
+#include "bench_cli.h"
 #include "bench_timing.h"
 #include "util_cuda.h"
-
-#define DEFAULT_INPUT "rmat:16:16"
-
-typedef struct {
-    int ks[16];
-    int nk;
-    char precs[4][8];
-    int np;
-    int reps, warm;
-    int builds; /* plan builds timed, median reported (--builds) */
-    int check;
-    int reorder; /* 0: no reordered variants; else the tcsparseReorder_t of their plan */
-    FILE *csv;
-} opts_t;
 
 /* cuSPARSE last: the variants are prepared from the last down, its result the reference */
 enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CUSPARSE, V_COUNT };
 static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "tc-base-reordered",
                                      "tc-balanced-reordered", "cusparse"};
 static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
-
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
-                    cudaGetErrorString(e_));                                               \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static float rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
 
 static size_t tsize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
 
@@ -65,7 +32,7 @@ static void *upload_random(size_t n, cudaDataType t)
 {
     void *h = malloc(n * tsize(t) + 16), *d = NULL;
     for (size_t i = 0; i < n; i++) {
-        float v = rnd();
+        float v = tc_bench_rand();
         if (t == CUDA_R_32F)
             ((float *)h)[i] = v;
         else
@@ -86,18 +53,6 @@ static double *download(const void *d, size_t n, cudaDataType t)
         out[i] = t == CUDA_R_32F ? ((float *)h)[i] : tc_h2f(((uint16_t *)h)[i]);
     free(h);
     return out;
-}
-
-static double rel_err(const double *ref, const double *x, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]))
-            return INFINITY;
-        num += (x[i] - ref[i]) * (x[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 typedef struct {
@@ -168,7 +123,7 @@ static int run_cb(void *p, int v)
     return run_variant(p, v);
 }
 
-static void bench_one(const char *input, const tc_csr *m, const char *prec, int K, const opts_t *o)
+static void bench_one(const char *input, const tc_csr *m, const char *prec, int K, const tc_bench_opts *o)
 {
     /* f32 (3xTF32) and tf32: FP32 everywhere; f16: FP16 A, B and C; f16f32: FP16 A and B,
      * FP32 C.  cuSPARSE computes FP32 in every case. */
@@ -274,7 +229,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 ref = out;
             else {
                 if (ref)
-                    err[v] = rel_err(ref, out, (size_t)nnz);
+                    err[v] = tc_bench_rel_err(ref, out, (size_t)nnz);
                 free(out);
             }
         }
@@ -291,7 +246,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 if (run_variant(&c, v) == 0) {
                     CK(cudaDeviceSynchronize());
                     double *out = download(d_C, (size_t)nnz, ct);
-                    err[v] = rel_err(ref, out, (size_t)nnz);
+                    err[v] = tc_bench_rel_err(ref, out, (size_t)nnz);
                     free(out);
                 }
             }
@@ -385,160 +340,30 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     cudaFree(d_C);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tcsparse-bench-sddmm [options] [INPUT...]\n"
-            "  INPUT        C's pattern: Matrix Market file (.mtx, .mtx.gz) or generator spec\n"
-            "               (rmat:SCALE:EF, uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT,\n"
-            "               diag:FILE:COPIES); default " DEFAULT_INPUT "\n"
-            "  -k LIST      K values (inner dimension), comma separated (default 32,128,256)\n"
-            "  -p LIST      precisions: f32 (3xTF32), tf32, f16 (FP16 A, B, C), f16f32 (FP16 A, B,\n"
-            "               FP32 C) (default f32,tf32)\n"
-            "  -r REPS      timed runs per variant, median reported (default 30)\n"
-            "  -w WARM      warm-up runs (default 5)\n"
-            "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
-            "               line stands for the directory in TC_DATA_DIR\n"
-            "  --csv FILE   also write CSV rows to FILE\n"
-            "  --no-check   skip the comparison against cuSPARSE's result\n"
-            "  --builds K   time K plan builds (the first, then K-1 on fresh descriptors of\n"
-            "               the same arrays), conv = their median (default 5); the CSV's\n"
-            "               convert_first_ms is the first's\n"
-            "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
-            "               the same pattern on a plan with reordered rows (always: the best\n"
-            "               ordering by block count, the default here; auto: only with a gain\n"
-            "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10; candidates from\n"
-            "               TCSPARSE_REORDER_ORDERINGS); the header line and CSV add the\n"
-            "               ordering, reorder ms and nnz/block after\n");
-}
 
-/* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
- * $DATA is the directory in TC_DATA_DIR. */
-static const char *expand_data(const char *line, char *out, size_t n)
-{
-    const char *dir = getenv("TC_DATA_DIR"), *at = strstr(line, "$DATA/");
-    if (at == NULL)
-        return line;
-    snprintf(out, n, "%.*s%s/%s", (int)(at - line), line, dir ? dir : ".", at + 6);
-    return out;
-}
+static const char *const precisions[] = {"f32", "tf32", "f16", "f16f32", NULL};
 
-static int run_input(const char *in, const opts_t *o)
-{
-    tc_csr m;
-    char err[256];
-    if (tc_csr_load(in, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "tcsparse-bench-sddmm: %s\n", err);
-        return 1;
-    }
-    for (int p = 0; p < o->np; p++)
-        for (int i = 0; i < o->nk; i++)
-            bench_one(in, &m, o->precs[p], o->ks[i], o);
-    tc_csr_free(&m);
-    return 0;
-}
+static const tc_bench_tool tool = {
+    .name = "tcsparse-bench-sddmm",
+    .size_flag = 'k',
+    .precisions = precisions,
+    .csv_header = "input,rows,cols,nnz,K,prec,variant,ms,gflops,gbps,x_cusparse,"
+                  "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route,explore_calls,"
+                  "reorder,reorder_ms,nnz_per_block_reordered,late,late_build_ms,nnz_per_block_late,"
+                  "convert_first_ms\n",
+    .usage_input = "C's pattern: Matrix Market file (.mtx, .mtx.gz) or generator spec",
+    .usage_sizes =
+        "  -k LIST      K values (inner dimension), comma separated (default 32,128,256)\n"
+        "  -p LIST      precisions: f32 (3xTF32), tf32, f16 (FP16 A, B, C), f16f32 (FP16 A, B,\n"
+        "               FP32 C) (default f32,tf32)\n",
+    .usage_reorder =
+        "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
+        "               the same pattern on a plan with reordered rows (always: the best\n"
+        "               ordering by block count, the default here; auto: only with a gain\n"
+        "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10; candidates from\n"
+        "               TCSPARSE_REORDER_ORDERINGS); the header line and CSV add the\n"
+        "               ordering, reorder ms and nnz/block after\n",
+    .bench_one = bench_one,
+};
 
-int main(int argc, char **argv)
-{
-    opts_t o = {.ks = {32, 128, 256}, .nk = 3, .precs = {"f32", "tf32"}, .np = 2, .reps = 30,
-                .warm = 5, .check = 1, .builds = 5};
-    const char *inputs[256];
-    int ninputs = 0, rc = 0;
-    const char *suite = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-k") || !strcmp(a, "-p") || !strcmp(a, "-r") || !strcmp(a, "-w") ||
-             !strcmp(a, "--suite") || !strcmp(a, "--csv") || !strcmp(a, "--builds")) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "tcsparse-bench-sddmm: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-k")) {
-            o.nk = 0;
-            for (char *s = strtok(argv[++i], ","); s && o.nk < 16; s = strtok(NULL, ","))
-                if ((o.ks[o.nk++] = atoi(s)) <= 0) {
-                    fprintf(stderr, "tcsparse-bench-sddmm: bad K '%s'\n", s);
-                    return 2;
-                }
-        } else if (!strcmp(a, "-p")) {
-            o.np = 0;
-            for (char *s = strtok(argv[++i], ","); s && o.np < 4; s = strtok(NULL, ",")) {
-                if (strcmp(s, "f32") && strcmp(s, "tf32") && strcmp(s, "f16") && strcmp(s, "f16f32")) {
-                    fprintf(stderr, "tcsparse-bench-sddmm: unknown precision '%s'\n", s);
-                    return 2;
-                }
-                snprintf(o.precs[o.np++], sizeof o.precs[0], "%s", s);
-            }
-        } else if (!strcmp(a, "-r")) {
-            o.reps = atoi(argv[++i]);
-        } else if (!strcmp(a, "-w")) {
-            o.warm = atoi(argv[++i]);
-        } else if (!strcmp(a, "--suite")) {
-            suite = argv[++i];
-        } else if (!strcmp(a, "--csv")) {
-            o.csv = fopen(argv[++i], "w");
-            if (!o.csv) {
-                perror(argv[i]);
-                return 2;
-            }
-            fprintf(o.csv, "input,rows,cols,nnz,K,prec,variant,ms,gflops,gbps,x_cusparse,"
-                           "relerr_vs_cusparse,convert_ms,nnz_per_block,nnz_per_window,route,explore_calls,"
-                           "reorder,reorder_ms,nnz_per_block_reordered,late,late_build_ms,nnz_per_block_late,convert_first_ms\n");
-        } else if (!strcmp(a, "--builds")) {
-            o.builds = atoi(argv[++i]);
-            if (o.builds < 1 || o.builds > 16) {
-                fprintf(stderr, "%s: --builds takes 1 to 16\n", argv[0]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--no-check")) {
-            o.check = 0;
-        } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {
-            o.reorder = TCSPARSE_REORDER_ALWAYS;
-        } else if (!strcmp(a, "--reorder=auto")) {
-            o.reorder = TCSPARSE_REORDER_AUTO;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "tcsparse-bench-sddmm: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        } else if (ninputs < 256) {
-            inputs[ninputs++] = a;
-        }
-    }
-    if (o.reps < 1) o.reps = 1;
-    if (o.warm < 0) o.warm = 0;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("tcsparse-bench-sddmm: no CUDA device on this machine; nothing to time "
-               "(tcsparse-inspect shows the ME-TCF statistics without a GPU)\n");
-        return 0;
-    }
-    struct cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device: %s (sm_%d%d, %d SMs), median of %d runs after %d warm-up\n", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, o.reps, o.warm);
-    if (suite) {
-        FILE *f = fopen(suite, "r");
-        if (!f) {
-            perror(suite);
-            return 2;
-        }
-        char line[1024], expanded[2048];
-        while (fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            if (line[0] == '\0' || line[0] == '#')
-                continue;
-            rc |= run_input(expand_data(line, expanded, sizeof expanded), &o);
-        }
-        fclose(f);
-    }
-    if (ninputs == 0 && !suite)
-        inputs[ninputs++] = DEFAULT_INPUT;
-    for (int i = 0; i < ninputs; i++)
-        rc |= run_input(inputs[i], &o);
-    if (o.csv)
-        fclose(o.csv);
-    return rc;
-}
+int main(int argc, char **argv) { return tc_bench_main(&tool, argc, argv); }

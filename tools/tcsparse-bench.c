@@ -13,22 +13,9 @@
 #include "tcsparse_ext.h"
 #include "gen.h"
 #include "halfconv.h"
+#include "bench_cli.h"
 #include "bench_timing.h"
 #include "util_cuda.h"
-
-#define DEFAULT_INPUT "rmat:16:16"
-
-typedef struct {
-    int ns[16];
-    int nn;
-    char precs[4][8];
-    int np;
-    int reps, warm;
-    int builds; /* plan builds timed, median reported (--builds) */
-    int check;
-    int reorder; /* 0: no reordered variants; else the tcsparseReorder_t of their plan */
-    FILE *csv;
-} opts_t;
 
 enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CU_DEFAULT, V_CU_ALG2,
        V_CU_ALG3, V_COUNT };
@@ -44,33 +31,13 @@ static tcsparseRoute_t tc_route_of(int v)
                                                 : TCSPARSE_ROUTE_TC_BALANCED;
 }
 
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
-                    cudaGetErrorString(e_));                                               \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static float rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
-
 /* Device buffer of n elements of the precision's storage type from doubles/randoms. */
 static void *upload(const double *src, size_t n, cudaDataType t)
 {
     size_t es = t == CUDA_R_32F ? 4 : 2;
     void *h = malloc(n * es + 16), *d = NULL;
     for (size_t i = 0; i < n; i++) {
-        float v = src ? (float)src[i] : rnd();
+        float v = src ? (float)src[i] : tc_bench_rand();
         if (t == CUDA_R_32F) ((float *)h)[i] = v;
         else if (t == CUDA_R_16F) ((uint16_t *)h)[i] = tc_f2h(v);
         else ((uint16_t *)h)[i] = tc_f2bf(v);
@@ -93,18 +60,6 @@ static double *download(const void *d, size_t n, cudaDataType t)
                                    : tc_bf2f(((uint16_t *)h)[i]);
     free(h);
     return out;
-}
-
-static double rel_err(const double *ref, const double *x, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]))
-            return INFINITY;
-        num += (x[i] - ref[i]) * (x[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 typedef struct {
@@ -179,7 +134,7 @@ static int run_cb(void *p, int v)
     return run_variant(b->c, v, b->vt);
 }
 
-static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const opts_t *o)
+static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const tc_bench_opts *o)
 {
     cudaDataType vt = strcmp(prec, "f16") == 0 ? CUDA_R_16F
                       : strcmp(prec, "bf16") == 0 ? CUDA_R_16BF : CUDA_R_32F;
@@ -225,8 +180,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         /* and one kernel launch, on the handle's stream: after the bench's own work
          * (reading and parsing the input) the host's first launch cost 30-47 us on the H100
          * machine, whatever the kernel, against 6-10 us for the next; that is the host's
-         * state, not the plan's cost.  (A 4-byte memset, used here until the nineteenth
-         * session, did not take it: docs/performance.md, "Nineteenth session".) */
+         * state, not the plan's cost.  (A 4-byte memset does not take that cost:
+         * docs/performance.md, "Nineteenth session".) */
         CK(tc_util_launch_nop(0));
         CK(cudaDeviceSynchronize());
     }
@@ -290,7 +245,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             if (v == V_CU_DEFAULT)
                 ref = out;
             else if (ref) {
-                err[v] = rel_err(ref, out, (size_t)m->rows * N);
+                err[v] = tc_bench_rel_err(ref, out, (size_t)m->rows * N);
                 free(out);
             } else
                 free(out);
@@ -308,7 +263,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                 if (run_variant(&c, v, vt) == 0) {
                     CK(cudaDeviceSynchronize());
                     double *out = download(d_C, (size_t)m->rows * N, vt);
-                    err[v] = rel_err(ref, out, (size_t)m->rows * N);
+                    err[v] = tc_bench_rel_err(ref, out, (size_t)m->rows * N);
                     free(out);
                 }
             }
@@ -401,159 +356,28 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
     cudaFree(d_C);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tcsparse-bench [options] [INPUT...]\n"
-            "  INPUT        Matrix Market file (.mtx, .mtx.gz) or generator spec\n"
-            "               (rmat:SCALE:EF, uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT,\n"
-            "               diag:FILE:COPIES); default " DEFAULT_INPUT "\n"
-            "  -n LIST      N values, comma separated (default 32,128,256)\n"
-            "  -p LIST      precisions: f32 (3xTF32), tf32, f16, bf16 (default f32,tf32)\n"
-            "  -r REPS      timed runs per variant, median reported (default 30)\n"
-            "  -w WARM      warm-up runs (default 5)\n"
-            "  --suite FILE inputs listed in FILE, one per line ('#' comments); $DATA/ in a\n"
-            "               line stands for the directory in TC_DATA_DIR\n"
-            "  --csv FILE   also write CSV rows to FILE\n"
-            "  --no-check   skip the comparison against cuSPARSE's result\n"
-            "  --builds K   time K plan builds (the first, then K-1 on fresh descriptors of\n"
-            "               the same arrays), conv = their median (default 5); the CSV's\n"
-            "               convert_first_ms is the first's\n"
-            "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
-            "               the same matrix on a plan with reordered rows (always: the best\n"
-            "               ordering by block count, the default here; auto: only with a gain\n"
-            "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10); the header line\n"
-            "               and CSV add the ordering, reorder ms and nnz/block after\n");
-}
 
-/* Suite lines may name the real matrices as $DATA/name.mtx.gz (also inside a diag: spec);
- * $DATA is the directory in TC_DATA_DIR. */
-static const char *expand_data(const char *line, char *out, size_t n)
-{
-    const char *dir = getenv("TC_DATA_DIR"), *at = strstr(line, "$DATA/");
-    if (at == NULL)
-        return line;
-    snprintf(out, n, "%.*s%s/%s", (int)(at - line), line, dir ? dir : ".", at + 6);
-    return out;
-}
+static const char *const precisions[] = {"f32", "tf32", "f16", "bf16", NULL};
 
-static int run_input(const char *in, const opts_t *o)
-{
-    tc_csr m;
-    char err[256];
-    if (tc_csr_load(in, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "tcsparse-bench: %s\n", err);
-        return 1;
-    }
-    for (int p = 0; p < o->np; p++)
-        for (int i = 0; i < o->nn; i++)
-            bench_one(in, &m, o->precs[p], o->ns[i], o);
-    tc_csr_free(&m);
-    return 0;
-}
+static const tc_bench_tool tool = {
+    .name = "tcsparse-bench",
+    .size_flag = 'n',
+    .precisions = precisions,
+    .csv_header = "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
+                  "relerr_vs_cusparse,convert_ms,nnz_per_block,route,reorder,"
+                  "reorder_ms,nnz_per_block_reordered,explore_calls,late,late_build_ms,"
+                  "nnz_per_block_late,convert_first_ms\n",
+    .usage_input = "Matrix Market file (.mtx, .mtx.gz) or generator spec",
+    .usage_sizes =
+        "  -n LIST      N values, comma separated (default 32,128,256)\n"
+        "  -p LIST      precisions: f32 (3xTF32), tf32, f16, bf16 (default f32,tf32)\n",
+    .usage_reorder =
+        "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
+        "               the same matrix on a plan with reordered rows (always: the best\n"
+        "               ordering by block count, the default here; auto: only with a gain\n"
+        "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10); the header line\n"
+        "               and CSV add the ordering, reorder ms and nnz/block after\n",
+    .bench_one = bench_one,
+};
 
-int main(int argc, char **argv)
-{
-    opts_t o = {.ns = {32, 128, 256}, .nn = 3, .precs = {"f32", "tf32"}, .np = 2, .reps = 30,
-                .warm = 5, .check = 1, .builds = 5};
-    const char *inputs[256];
-    int ninputs = 0, rc = 0;
-    const char *suite = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-n") || !strcmp(a, "-p") || !strcmp(a, "-r") || !strcmp(a, "-w") ||
-             !strcmp(a, "--suite") || !strcmp(a, "--csv") || !strcmp(a, "--builds")) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "tcsparse-bench: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-n")) {
-            o.nn = 0;
-            for (char *s = strtok(argv[++i], ","); s && o.nn < 16; s = strtok(NULL, ","))
-                if ((o.ns[o.nn++] = atoi(s)) <= 0) {
-                    fprintf(stderr, "tcsparse-bench: bad N '%s'\n", s);
-                    return 2;
-                }
-        } else if (!strcmp(a, "-p")) {
-            o.np = 0;
-            for (char *s = strtok(argv[++i], ","); s && o.np < 4; s = strtok(NULL, ",")) {
-                if (strcmp(s, "f32") && strcmp(s, "tf32") && strcmp(s, "f16") && strcmp(s, "bf16")) {
-                    fprintf(stderr, "tcsparse-bench: unknown precision '%s'\n", s);
-                    return 2;
-                }
-                snprintf(o.precs[o.np++], sizeof o.precs[0], "%s", s);
-            }
-        } else if (!strcmp(a, "-r")) {
-            o.reps = atoi(argv[++i]);
-        } else if (!strcmp(a, "-w")) {
-            o.warm = atoi(argv[++i]);
-        } else if (!strcmp(a, "--suite")) {
-            suite = argv[++i];
-        } else if (!strcmp(a, "--csv")) {
-            o.csv = fopen(argv[++i], "w");
-            if (!o.csv) {
-                perror(argv[i]);
-                return 2;
-            }
-            fprintf(o.csv, "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
-                           "relerr_vs_cusparse,convert_ms,nnz_per_block,route,reorder,"
-                           "reorder_ms,nnz_per_block_reordered,explore_calls,late,late_build_ms,"
-                           "nnz_per_block_late,convert_first_ms\n");
-        } else if (!strcmp(a, "--builds")) {
-            o.builds = atoi(argv[++i]);
-            if (o.builds < 1 || o.builds > 16) {
-                fprintf(stderr, "%s: --builds takes 1 to 16\n", argv[0]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--no-check")) {
-            o.check = 0;
-        } else if (!strcmp(a, "--reorder") || !strcmp(a, "--reorder=always")) {
-            o.reorder = TCSPARSE_REORDER_ALWAYS;
-        } else if (!strcmp(a, "--reorder=auto")) {
-            o.reorder = TCSPARSE_REORDER_AUTO;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "tcsparse-bench: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        } else if (ninputs < 256) {
-            inputs[ninputs++] = a;
-        }
-    }
-    if (o.reps < 1) o.reps = 1;
-    if (o.warm < 0) o.warm = 0;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("tcsparse-bench: no CUDA device on this machine; nothing to time "
-               "(tcsparse-inspect shows the ME-TCF statistics without a GPU)\n");
-        return 0;
-    }
-    struct cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device: %s (sm_%d%d, %d SMs), median of %d runs after %d warm-up\n", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, o.reps, o.warm);
-    if (suite) {
-        FILE *f = fopen(suite, "r");
-        if (!f) {
-            perror(suite);
-            return 2;
-        }
-        char line[1024], expanded[2048];
-        while (fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            if (line[0] == '\0' || line[0] == '#')
-                continue;
-            rc |= run_input(expand_data(line, expanded, sizeof expanded), &o);
-        }
-        fclose(f);
-    }
-    if (ninputs == 0 && !suite)
-        inputs[ninputs++] = DEFAULT_INPUT;
-    for (int i = 0; i < ninputs; i++)
-        rc |= run_input(inputs[i], &o);
-    if (o.csv)
-        fclose(o.csv);
-    return rc;
-}
+int main(int argc, char **argv) { return tc_bench_main(&tool, argc, argv); }

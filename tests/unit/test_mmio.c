@@ -536,6 +536,111 @@ Test(mmio, gzip_errors_carry_the_line, .init = make_tmpdir, .fini = remove_tmpdi
     free(zb), free(many);
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A 70-byte file declaring 2,000,000,000 rows needs 14.9 GiB of CSR row offsets: with
+ * 8 GiB to use it is refused at its size line, at once, from a file or from memory; with the
+ * machine's own limit it is refused exactly when it does not fit. */
+Test(mmio, huge_header_refused_before_allocating)
+{
+    tc_mm_matrix m;
+    char err[512];
+    char path[4400];
+    snprintf(path, sizeof path, "%s", data_path("bad_size_huge_rows.mtx"));
+    const char *what = "a 2000000000 x 1000 matrix with 1 entries needs 14.9 GiB to read and "
+                       "convert to CSR, more than the 8.0 GiB of memory available";
+    tc_mm_set_memory_limit((uint64_t)8 << 30);
+    cr_assert_eq(tc_mm_memory_limit(), (uint64_t)8 << 30);
+    memset(&m, 0x5a, sizeof m);
+    double t0 = now_s();
+    int r = tc_mm_read(path, &m, err, sizeof err);
+    double took = now_s() - t0;
+    expect_error(r, &m, err, path, 2, what);
+    cr_expect(took < 0.5, "refused after %.2f s", took);
+    size_t len;
+    char *text = slurp(path, &len);
+    cr_expect_eq(len, 70);
+    r = tc_mm_read_mem(text, len, "huge", &m, err, sizeof err);
+    expect_error(r, &m, err, "huge", 2, what);
+
+    /* the machine's limit: physical memory or less */
+    tc_mm_set_memory_limit(0);
+    const uint64_t have = tc_mm_memory_limit();
+    const uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    cr_expect(have > 0 && have <= phys, "limit %llu of %llu bytes", (unsigned long long)have,
+              (unsigned long long)phys);
+    const uint64_t need = (2000000000ull + 2) * 8 + 36;
+    r = tc_mm_read_mem(text, len, "huge", &m, err, sizeof err);
+    cr_expect_eq(r, need > have ? -1 : 0, "%s", err);
+    tc_mm_free(&m);
+    free(text);
+}
+
+/* A tall matrix that fits: 2,000,000 rows with 3 entries (16 MB of CSR row offsets), read
+ * and converted under the machine's own limit. */
+Test(mmio, tall_header_with_small_body_parses)
+{
+    tc_mm_matrix m;
+    read_ok("good_tall.mtx", &m);
+    cr_assert(m.rows == 2000000 && m.cols == 2000000 && m.nnz == 3);
+    expect_entry(&m, 1, 999999, 6, -2.0);
+    int64_t *off, nnz;
+    int32_t *col;
+    double *val;
+    cr_assert_eq(tc_mm_to_csr(&m, &off, &col, &val, &nnz), 0);
+    cr_expect(nnz == 3 && off[1] == 1 && off[999999] == 1 && off[1000000] == 2 &&
+              off[1999999] == 2 && off[2000000] == 3);
+    cr_expect(col[2] == 1999999 && val[2] == 4.0);
+    free(off), free(col), free(val);
+    tc_mm_free(&m);
+}
+
+/* The memory check counts the entries a plain input's bytes can hold when it declares more
+ * (it then fails where its entries end); a gzip input's compressed size bounds nothing. */
+Test(mmio, entry_bound_only_for_plain_inputs, .init = make_tmpdir, .fini = remove_tmpdir)
+{
+    tc_mm_matrix m;
+    char err[512], gz[4400];
+    size_t n = 0;
+    char *text = malloc(80 + 20000 * 8);
+    n += (size_t)sprintf(text, "%%%%MatrixMarket matrix coordinate pattern general\n"
+                               "200 200 20000\n");
+    for (int k = 0; k < 20000; k++)
+        n += (size_t)sprintf(text + n, "%d %d\n", k % 200 + 1, k / 200 + 1);
+    snprintf(gz, sizeof gz, "%s/dense.mtx.gz", tmpdir);
+    write_gz(gz, text, n, 1);
+    size_t zlen;
+    char *zb = slurp(gz, &zlen);
+    /* fewer bytes than 20000 entry lines could fit in */
+    cr_assert_lt((zlen + 1) / 4, (size_t)20000, "compressed to %zu bytes", zlen);
+    cr_assert_eq(tc_mm_read(gz, &m, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(m.nnz, 20000);
+    tc_mm_free(&m);
+    cr_assert_eq(tc_mm_read_mem(zb, zlen, "zbuf", &m, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(m.nnz, 20000);
+    tc_mm_free(&m);
+    /* with 256 KiB to use, 20000 entries (720 KB) do not fit: refused at the size line,
+     * plain or gzip */
+    tc_mm_set_memory_limit((uint64_t)256 << 10);
+    cr_assert_eq(tc_mm_read_mem(text, n, "plain", &m, err, sizeof err), -1);
+    cr_expect(strstr(err, "plain:2: a 200 x 200 matrix with 20000 entries needs") == err, "%s",
+              err);
+    cr_assert_eq(tc_mm_read_mem(zb, zlen, "zbuf", &m, err, sizeof err), -1);
+    cr_expect(strstr(err, "zbuf:2: a 200 x 200 matrix with 20000 entries needs") == err, "%s",
+              err);
+    /* the same header and 4 entry lines of plain text (79 bytes): what they can hold fits,
+     * and the read fails where they end */
+    cr_assert_eq(tc_mm_read_mem(text, 79, "short", &m, err, sizeof err), -1);
+    cr_expect(strstr(err, "short:6: file ends after 4 of 20000 declared entries") == err, "%s",
+              err);
+    free(zb), free(text);
+}
+
 /* Random byte edits of valid files: every result is a matrix or a "NAME:LINE: " error. */
 Test(mmio, mutated_inputs_never_crash)
 {

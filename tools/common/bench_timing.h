@@ -21,13 +21,6 @@ void tc_bench_time_interleaved(int n, const int *want, float *ms, int reps, int 
                                tc_bench_run_fn run, void *ctx, cudaEvent_t e0, cudaEvent_t e1,
                                const char *const *names);
 
-/* The automatic route measures its candidate paths on the first calls of a kind of call
- * (src/route/route.c), every tensor-core path its kernel variants (src/route/tune.c), and late ordering
- * times two plans (src/route/late.c).  When the last call on h was one of those ("exploring",
- * "; tuning:" or "; ordering: " in ri->reason), runs variant v
- * again, synchronising after each run, until a call measures nothing, at most 128 calls; *ri
- * is then the last route.  Returns the calls that were measuring, 0 when the last call was
- * not. */
 /* A short name of late ordering's outcome in st for tables and CSV: the ordering kept
  * ("first-col", "bfs"), or the state ("caller", "no-gain", ...). */
 const char *tc_bench_late_name(const tcsparseMetcfStats_t *st);
@@ -52,6 +45,13 @@ double tc_bench_build_median_ms(tcsparseHandle_t h, int64_t rows, int64_t cols, 
                                 void *offsets, void *indices, void *values, cudaDataType vt,
                                 double first_ms, int reps);
 
+/* The automatic route measures its candidate paths on the first calls of a kind of call
+ * (src/route/route.c), every tensor-core path its kernel variants (src/route/tune.c), and late ordering
+ * times two plans (src/route/late.c).  When the last call on h was one of those ("exploring",
+ * "; tuning:" or "; ordering: " in ri->reason), runs variant v
+ * again, synchronising after each run, until a call measures nothing, at most 128 calls; *ri
+ * is then the last route.  Returns the calls that were measuring, 0 when the last call was
+ * not. */
 int tc_bench_settle_route(tcsparseHandle_t h, tcsparseRouteInfo_t *ri, tc_bench_run_fn run,
                           void *ctx, int v);
 

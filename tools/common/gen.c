@@ -504,6 +504,7 @@ static const gen_kind kinds[] = {
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define KIND_LIST "rmat, uniform, banded, blocks or diag"
 
+/* out NULL: the file is read and checked, not converted */
 static int load_mm(const char *path, tc_csr *out, char *err, size_t errlen)
 {
     tc_mm_matrix m;
@@ -513,6 +514,10 @@ static int load_mm(const char *path, tc_csr *out, char *err, size_t errlen)
         tc_mm_free(&m);
         return spec_fail(err, errlen, "%s: %lld columns exceed the int32 index range", path,
                          (long long)m.cols);
+    }
+    if (!out) {
+        tc_mm_free(&m);
+        return 0;
     }
     int r = tc_mm_to_csr(&m, &out->row_off, &out->col, &out->val, &out->nnz);
     out->rows = m.rows, out->cols = m.cols;
@@ -528,6 +533,9 @@ static int load_mm(const char *path, tc_csr *out, char *err, size_t errlen)
     return 0;
 }
 
+static int csr_source(const char *spec_or_path, tc_csr *out, char *err, size_t errlen);
+
+/* out NULL: only checked */
 static int gen_diag(const char *spec, tc_csr *out, char *err, size_t errlen)
 {
     const char *body = spec + 5, *last = strrchr(body, ':');
@@ -541,10 +549,10 @@ static int gen_diag(const char *spec, tc_csr *out, char *err, size_t errlen)
     memcpy(inner, body, n);
     inner[n] = '\0';
     tc_csr one;
-    int r = tc_csr_load(inner, &one, err, errlen);
+    int r = csr_source(inner, out ? &one : NULL, err, errlen);
     free(inner);
-    if (r)
-        return -1;
+    if (r || !out)
+        return r;
     r = tc_gen_block_diag(&one, (int)copies, out);
     tc_csr_free(&one);
     if (r)
@@ -563,9 +571,9 @@ static const gen_kind *find_kind(const char *spec)
     return NULL;
 }
 
-int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
+/* out NULL: only checked */
+static int gen_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
     if (!spec)
         return spec_fail(err, errlen, "no generator spec");
     if (strncmp(spec, "diag:", 5) == 0)
@@ -600,6 +608,16 @@ int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
             return spec_fail(err, errlen, "spec '%s': %s '%s' is not an integer in %llu..%llu",
                              spec, k->names[i], field[i + 1], (unsigned long long)k->lo[i],
                              (unsigned long long)k->hi[i]);
+    if (k - kinds == 3) {
+        uint64_t nb = (a[0] + a[1] - 1) / a[1];
+        if (a[2] > nb * nb)
+            return spec_fail(err, errlen, "spec '%s': %llu blocks do not fit (the %llu x %llu "
+                             "block grid has %llu cells)", spec, (unsigned long long)a[2],
+                             (unsigned long long)nb, (unsigned long long)nb,
+                             (unsigned long long)(nb * nb));
+    }
+    if (!out)
+        return 0;
     int r;
     switch (k - kinds) {
     case 0:
@@ -611,25 +629,26 @@ int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
     case 2:
         r = tc_gen_banded((int64_t)a[0], (int64_t)a[1], seed, out);
         break;
-    default: {
-        uint64_t nb = (a[0] + a[1] - 1) / a[1];
-        if (a[2] > nb * nb)
-            return spec_fail(err, errlen, "spec '%s': %llu blocks do not fit (the %llu x %llu "
-                             "block grid has %llu cells)", spec, (unsigned long long)a[2],
-                             (unsigned long long)nb, (unsigned long long)nb,
-                             (unsigned long long)(nb * nb));
+    default:
         r = tc_gen_blocks((int64_t)a[0], (int64_t)a[1], (int64_t)a[2], seed, out);
-    }
     }
     if (r)
         return spec_fail(err, errlen, "spec '%s': too large or out of memory", spec);
     return 0;
 }
 
-int tc_csr_load(const char *spec_or_path, tc_csr *out, char *err, size_t errlen)
+int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    return gen_spec(spec, out, err, errlen);
+}
+
+/* tc_csr_load, or with out NULL tc_csr_check */
+static int csr_source(const char *spec_or_path, tc_csr *out, char *err, size_t errlen)
 {
     struct stat st;
-    memset(out, 0, sizeof *out);
+    if (out)
+        memset(out, 0, sizeof *out);
     if (!spec_or_path)
         return spec_fail(err, errlen, "no file name or generator spec");
     if (stat(spec_or_path, &st) == 0) {
@@ -640,5 +659,15 @@ int tc_csr_load(const char *spec_or_path, tc_csr *out, char *err, size_t errlen)
     if (!find_kind(spec_or_path) && strncmp(spec_or_path, "diag:", 5) != 0)
         return spec_fail(err, errlen, "%s: no such file, and not a generator spec (" KIND_LIST
                          ")", spec_or_path);
-    return tc_gen_from_spec(spec_or_path, out, err, errlen);
+    return gen_spec(spec_or_path, out, err, errlen);
+}
+
+int tc_csr_load(const char *spec_or_path, tc_csr *out, char *err, size_t errlen)
+{
+    return csr_source(spec_or_path, out, err, errlen);
+}
+
+int tc_csr_check(const char *spec_or_path, char *err, size_t errlen)
+{
+    return csr_source(spec_or_path, NULL, err, errlen);
 }

@@ -33,5 +33,9 @@ int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen);
 /* Returns 0 and fills out from a Matrix Market file or a generator spec (whichever spec is).
  * Pattern files get fixed-seed random values (all-ones values hide permutation bugs). */
 int tc_csr_load(const char *spec_or_path, tc_csr *out, char *err, size_t errlen);
+/* tc_csr_load's checks without its work: a Matrix Market file is read whole (and freed, not
+ * converted), a generator spec (and a diag: spec's inner one) parsed, not generated.
+ * Returns 0, or -1 with the message tc_csr_load would give. */
+int tc_csr_check(const char *spec_or_path, char *err, size_t errlen);
 
 #endif

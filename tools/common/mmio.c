@@ -6,12 +6,16 @@
 #define _POSIX_C_SOURCE 200809L /* strcasecmp */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include "mmio.h"
 
@@ -29,6 +33,8 @@ struct line_src {
     size_t beg, end;
     int eof;
     int64_t lineno;
+    int64_t total;  /* bytes of the input when known (a plain file or buffer), else -1 */
+    int64_t filled; /* bytes the fill function has delivered so far */
     const char *name;
     char *err;
     size_t errlen;
@@ -157,6 +163,7 @@ static int next_line(line_src *s, char **line, size_t *len)
                 int n = s->fill(s, s->buf, LS_BUF);
                 if (n < 0)
                     return -1;
+                s->filled += n;
                 if (n == 0) {
                     s->eof = 1;
                     s->beg = s->end = 0;
@@ -174,6 +181,7 @@ static int next_line(line_src *s, char **line, size_t *len)
         int n = s->fill(s, s->buf + s->end, LS_BUF - s->end);
         if (n < 0)
             return -1;
+        s->filled += n;
         if (n == 0)
             s->eof = 1;
         s->end += (size_t)n;
@@ -297,8 +305,53 @@ static int parse_banner(line_src *s, const char *line, mm_kind *k)
     return 0;
 }
 
-/* Reads the three sizes; checks them against each other. */
-static int parse_size(line_src *s, const char *line, const mm_kind *k, int64_t sz[3])
+static uint64_t mm_limit_set; /* tc_mm_set_memory_limit's bytes; 0: the machine's */
+
+void tc_mm_set_memory_limit(uint64_t bytes) { mm_limit_set = bytes; }
+
+uint64_t tc_mm_memory_limit(void)
+{
+    if (mm_limit_set)
+        return mm_limit_set;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t lim = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+    static const int which[2] = {RLIMIT_AS, RLIMIT_DATA};
+    for (int i = 0; i < 2; i++) {
+        struct rlimit rl;
+        if (getrlimit(which[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            (uint64_t)rl.rlim_cur < lim)
+            lim = (uint64_t)rl.rlim_cur;
+    }
+    return lim;
+}
+
+/* a*b + c, saturating at UINT64_MAX */
+static uint64_t mul_add_sat(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t p;
+    if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(p, c, &p))
+        return UINT64_MAX;
+    return p;
+}
+
+/* Bytes held at once while a matrix of these sizes is read and converted to CSR: the
+ * reader's row, column and value arrays (24 bytes an entry, with the mirrored entries of a
+ * symmetric file) and tc_mm_to_csr's rows + 2 offsets of 8 bytes, 4-byte columns and
+ * 8-byte values. */
+static uint64_t mm_bytes_needed(int64_t rows, int64_t nnz, int symmetric)
+{
+    const uint64_t entries = (uint64_t)nnz * (symmetric ? 2u : 1u);
+    return mul_add_sat(entries, 24 + 12, mul_add_sat((uint64_t)rows + 2, 8, 0));
+}
+
+/* Reads the three sizes into sz and checks them against each other and against
+ * tc_mm_memory_limit(), so that a header asking for more memory than there is is refused
+ * before anything is allocated.  *room gets the entries the input can hold: the declared
+ * count, or fewer when the bytes left in a plain input (left >= 0) cannot hold that many; a
+ * file that declares more entries than its bytes hold fails where its entries end, with
+ * their count. */
+static int parse_size(line_src *s, const char *line, const mm_kind *k, int64_t left,
+                      int64_t sz[3], int64_t *room)
 {
     static const char *what[3] = {"row count", "column count", "entry count"};
     char tb[32];
@@ -334,6 +387,17 @@ static int parse_size(line_src *s, const char *line, const mm_kind *k, int64_t s
         return fail(s, s->lineno, "%lld entries declared but a %s%lld x %lld matrix has %lld "
                     "positions", (long long)nnz, k->symmetry ? "triangle of a " : "",
                     (long long)rows, (long long)cols, (long long)cap);
+    /* The shortest entry line is "1 1" (pattern) or "1 1 1", and entries are one a line
+     * (the last one may lack its newline).  A gzip input's size says nothing of its text. */
+    const int64_t shortest = k->field == 2 ? 4 : 6;
+    *room = left >= 0 && nnz > (left + 1) / shortest ? (left + 1) / shortest : nnz;
+    const uint64_t need = mm_bytes_needed(rows, *room, k->symmetry != 0),
+                   have = tc_mm_memory_limit();
+    if (need > have)
+        return fail(s, s->lineno, "a %lld x %lld matrix with %lld entries needs %.1f GiB to "
+                    "read and convert to CSR, more than the %.1f GiB of memory available",
+                    (long long)rows, (long long)cols, (long long)nnz, need / 1073741824.0,
+                    have / 1073741824.0);
     return 0;
 }
 
@@ -406,10 +470,12 @@ static int parse_value(line_src *s, const char **pp, int field, double *v)
     return 0;
 }
 
-static int parse_entries(line_src *s, const mm_kind *k, const int64_t sz[3], tc_mm_matrix *m)
+/* room: the entries the input can hold (parse_size) */
+static int parse_entries(line_src *s, const mm_kind *k, const int64_t sz[3], int64_t room,
+                         tc_mm_matrix *m)
 {
     int64_t declared = sz[2], seen = 0, cap = 0, n = 0;
-    int64_t want = declared > (1 << 20) ? (1 << 20) : declared;
+    int64_t want = room > (1 << 20) ? (1 << 20) : room;
     if (want && grow(m, &cap, k->symmetry ? 2 * want : want))
         return fail(s, s->lineno, "out of memory");
     char *line;
@@ -460,7 +526,7 @@ static int parse(line_src *s, tc_mm_matrix *m)
     char *line;
     size_t len;
     mm_kind k = {0, 0};
-    int64_t sz[3];
+    int64_t sz[3], room = 0;
     memset(m, 0, sizeof *m);
     s->buf = malloc(LS_BUF + 1);
     if (!s->buf)
@@ -485,7 +551,9 @@ static int parse(line_src *s, tc_mm_matrix *m)
         return fail(s, s->lineno, "file ends before the size line");
     if (strlen(line) != len)
         return fail(s, s->lineno, "NUL byte in the size line");
-    if (parse_size(s, line, &k, sz) || parse_entries(s, &k, sz, m))
+    /* bytes of the input after the size line: delivered ones less those not yet parsed */
+    const int64_t left = s->total >= 0 ? s->total - (s->filled - (int64_t)(s->end - s->beg)) : -1;
+    if (parse_size(s, line, &k, left, sz, &room) || parse_entries(s, &k, sz, room, m))
         return -1;
     m->rows = sz[0];
     m->cols = sz[1];
@@ -508,15 +576,24 @@ static int finish(line_src *s, tc_mm_matrix *out, int r)
 
 int tc_mm_read(const char *path, tc_mm_matrix *out, char *err, size_t errlen)
 {
-    line_src s = {.fill = fill_gz, .name = path ? path : "(null)", .err = err, .errlen = errlen};
+    line_src s = {.fill = fill_gz, .total = -1, .name = path ? path : "(null)", .err = err,
+                  .errlen = errlen};
     memset(out, 0, sizeof *out);
     if (!path)
         return fail(&s, 0, "no file name");
-    errno = 0;
-    s.gz = gzopen(path, "rb");
-    if (!s.gz)
-        return fail(&s, 0, "cannot open: %s", errno ? strerror(errno) : "out of memory");
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return fail(&s, 0, "cannot open: %s", strerror(errno));
+    s.gz = gzdopen(fd, "rb");
+    if (!s.gz) {
+        close(fd);
+        return fail(&s, 0, "cannot open: out of memory");
+    }
     gzbuffer(s.gz, 128u * 1024u);
+    /* a plain file's size bounds the entries it can hold (gzdirect: not gzip) */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && gzdirect(s.gz))
+        s.total = (int64_t)st.st_size;
     int r = parse(&s, out);
     gzclose(s.gz);
     return finish(&s, out, r);
@@ -527,12 +604,14 @@ int tc_mm_read_mem(const char *buf, size_t len, const char *name, tc_mm_matrix *
 {
     line_src s = {.fill = fill_mem, .mem = (const unsigned char *)buf, .mem_len = buf ? len : 0,
                   .name = name ? name : "<memory>", .err = err, .errlen = errlen};
+    s.total = (int64_t)s.mem_len;
     memset(out, 0, sizeof *out);
     if (s.mem_len >= 2 && s.mem[0] == 0x1f && s.mem[1] == 0x8b) {
         if (inflateInit2(&s.zs, 16 + MAX_WBITS) != Z_OK)
             return fail(&s, 0, "out of memory");
         s.zs_live = 1;
         s.fill = fill_inflate;
+        s.total = -1;
     }
     int r = parse(&s, out);
     if (s.zs_live)

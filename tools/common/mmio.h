@@ -17,11 +17,21 @@ typedef struct {
 } tc_mm_matrix;
 
 /* Reads a file (gzip detected by content).  On error returns -1 and writes a one-line
- * message "FILE:LINE: what" into err (errlen bytes); *out is then zeroed. */
+ * message "FILE:LINE: what" into err (errlen bytes); *out is then zeroed.
+ * The size line is checked before anything is allocated: the sizes must fit int64, the
+ * entries the matrix's positions, and the matrix must fit tc_mm_memory_limit() once read
+ * and converted to CSR (24 bytes an entry here, 12 more and 8 a row in tc_mm_to_csr), its
+ * entries counted as declared, or as many as a plain file's or buffer's remaining bytes can
+ * hold when fewer (an entry line takes 4 bytes or more, 6 with a value). */
 int tc_mm_read(const char *path, tc_mm_matrix *out, char *err, size_t errlen);
 /* Same, from a memory buffer (name is used in messages). */
 int tc_mm_read_mem(const char *buf, size_t len, const char *name, tc_mm_matrix *out, char *err,
                    size_t errlen);
+/* The memory, in bytes, that a matrix may need: physical memory, or less where the
+ * process's RLIMIT_AS or RLIMIT_DATA is lower; tc_mm_set_memory_limit(bytes) sets it instead
+ * (for every later read, in every thread; 0 goes back to the machine's). */
+uint64_t tc_mm_memory_limit(void);
+void tc_mm_set_memory_limit(uint64_t bytes);
 void tc_mm_free(tc_mm_matrix *m);
 /* Converts to 0-based CSR sorted by (row, col), duplicates summed. Arrays malloc'ed;
  * returns 0, or -1 on allocation failure, cols > INT32_MAX or an index out of range. */
