@@ -44,7 +44,7 @@ void tc_sddmm_plan_ready(void)
 /* The route's helpers and sampler that late ordering (src/route/late.c, reached from descriptor
  * destroy through tc_plan_invalidate) calls on its GPU paths only: a descriptor without a
  * plan never gets there. */
-#include "route.h"
+#include "measure.h"
 
 void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
 {

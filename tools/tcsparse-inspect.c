@@ -1,5 +1,5 @@
 /* tcsparse-inspect: ME-TCF statistics of Matrix Market files or generated matrices,
- * computed with the CPU reference conversion (no GPU needed). */
+ * computed with the CPU reference conversion, and the route table (no GPU needed). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +8,14 @@
 #include "gen.h"
 #include "metcf.h"
 #include "reorder.h"
+#include "table.h"
 
 #define NBUCKETS 16
 
 static void usage(FILE *f)
 {
     fputs("usage: tcsparse-inspect [--csv] [--reorder] INPUT...\n"
+          "       tcsparse-inspect [--csv] --routes\n"
           "  INPUT is a Matrix Market file (.mtx, optionally gzip-compressed) or a\n"
           "  generator spec:\n"
           "    rmat:SCALE:EDGE_FACTOR            R-MAT (Graph500 a=.57 b=.19 c=.19)\n"
@@ -29,6 +31,8 @@ static void usage(FILE *f)
           "           ordering (identity, cluster, first-col, degree, minhash, bfs) and the one\n"
           "           the plan would keep (TCSPARSE_REORDER_THREADS threads, default all\n"
           "           CPUs; TCSPARSE_REORDER_MIN_GAIN percent, default 10)\n"
+          "  --routes the route table instead: every row an SpMM or SDDMM call may take, in\n"
+          "           order (operation, path, kernel form, name, kernel, eligibility)\n"
           "  --help   this text\n"
           "Exit status: 0 when every input was read and converted, 1 otherwise, 2 on usage errors.\n",
           f);
@@ -211,9 +215,58 @@ static int inspect(const char *input, int csv)
     return 0;
 }
 
+static const char *op_name(int op)
+{
+    return op == TC_SEL_OP_SDDMM ? "SDDMM" : "SpMM";
+}
+
+static const char *path_name(tcsparsePath_t p)
+{
+    switch (p) {
+    case TCSPARSE_PATH_TC_BASE: return "TC_BASE";
+    case TCSPARSE_PATH_TC_BALANCED: return "TC_BALANCED";
+    case TCSPARSE_PATH_CUSPARSE: return "CUSPARSE";
+    default: return "NONE";
+    }
+}
+
+/* The route table (src/route/table.c), one row per line, and how the route chooses. */
+static void print_routes(int csv)
+{
+    if (csv)
+        printf("operation,row,path,form,name,kernel,eligible\n");
+    for (int i = 0; i < tc_route_table_rows; i++) {
+        const tc_route_row *r = &tc_route_table[i];
+        const char *kernel = r->kernel != NULL ? r->kernel : "the launcher's variant";
+        if (csv) {
+            printf("%s,%d,%s,%s,", op_name(r->op), i, path_name(r->path),
+                   tc_route_form_name(r->form));
+            csv_field(r->name);
+            putchar(',');
+            csv_field(kernel);
+            putchar(',');
+            csv_field(r->when);
+            putchar('\n');
+            continue;
+        }
+        if (i == 0 || tc_route_table[i - 1].op != r->op)
+            printf("%s%s\n", i == 0 ? "" : "\n", op_name(r->op));
+        printf("  %d  %-18s path %-12s form %-9s kernel %s\n     eligible: %s\n", i, r->name,
+               path_name(r->path), tc_route_form_name(r->form), kernel, r->when);
+    }
+    if (!csv)
+        printf("\nA forced route (TCSPARSE_ROUTE=tc-base, tc-balanced or cusparse, or the handle's)\n"
+               "takes the row of its path; tc takes the tensor-core row the model prefers.  The\n"
+               "automatic route lets the model choose among the eligible rows and the first\n"
+               "executions of a kind of call measure its candidates.  A call the tensor-core rows\n"
+               "refuse takes the cuSPARSE rows; TCSPARSE_CUSPARSE_ALG3=0 never takes CSR_ALG3, =1\n"
+               "takes it wherever it is eligible.\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-    int csv = 0, reorder = 0, first = 0, ninputs = 0, failed = 0, options = 1;
+    int csv = 0, reorder = 0, routes = 0, first = 0, ninputs = 0, failed = 0, options = 1;
     for (int i = 1; i < argc; i++) {
         if (options && strcmp(argv[i], "--") == 0) {
             options = 0;
@@ -224,6 +277,8 @@ int main(int argc, char **argv)
             csv = 1;
         } else if (options && strcmp(argv[i], "--reorder") == 0) {
             reorder = 1;
+        } else if (options && strcmp(argv[i], "--routes") == 0) {
+            routes = 1;
         } else if (options && argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr, "tcsparse-inspect: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -231,6 +286,15 @@ int main(int argc, char **argv)
         } else {
             ninputs++;
         }
+    }
+    if (routes && (reorder || ninputs > 0)) {
+        fprintf(stderr, "tcsparse-inspect: --routes takes no input and no --reorder\n");
+        usage(stderr);
+        return 2;
+    }
+    if (routes) {
+        print_routes(csv);
+        return 0;
     }
     if (ninputs == 0) {
         usage(stderr);

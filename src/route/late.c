@@ -6,6 +6,7 @@
 #include <time.h>
 #include "error.h"
 #include "late.h"
+#include "measure.h"
 #include "reorder.h"
 
 static double tc_late_now_ms(void)

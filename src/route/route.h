@@ -1,11 +1,14 @@
-/* The route table: after the public wrappers have validated their arguments, these decide
- * between the tensor-core kernels and cuSPARSE (before anything is launched), record the
- * decision in the handle (tcsparseGetLastRoute, TCSPARSE_LOG=1) and execute. */
+/* The route: after the public wrappers have validated their arguments, the decision between
+ * the rows of the route table (table.h: the tensor-core kernels, cuSPARSE) before anything is
+ * launched, and its record in the handle (tcsparseGetLastRoute, TCSPARSE_LOG=1).  route.c
+ * decides and records; route_spmm.c and route_sddmm.c are each operation's entry points and
+ * execution; measure.h is the measurement on the executions that may correct the model. */
 #ifndef TC_ROUTE_H
 #define TC_ROUTE_H
 
 #include "internal.h"
 #include "plan.h"
+#include "table.h"
 
 /* A routing decision: path, kernel name and a one-line reason. */
 typedef struct {
@@ -14,8 +17,8 @@ typedef struct {
     char reason[160];
     tc_reason_args ra;
     int alg3; /* SpMM on the cuSPARSE path: run as CSR_ALG3 (fallback.c) */
-    /* SpMM decided by the model under the automatic route: the candidates of a measurement
-     * on the executions (select.h, TC_SEL_CAND_*, the model's choice first; ncand 0: none) */
+    /* decided by the model under the automatic route: the candidates of a measurement on the
+     * executions (select.h, TC_SEL_CAND_*, the model's choice first; ncand 0: none) */
     int ncand;
     int cand[4];
     double pred[4];
@@ -24,40 +27,24 @@ typedef struct {
     int measuring;
 } tc_decision;
 
-/* The plan's measured decision for this kind of call (tc_call_kind, plan.h), or NULL. */
-const struct tc_measured *tc_measured_lookup(const struct tc_plan *p, const tc_call_kind *k);
-/* d takes the measured decision m; alg3_ok: the SpMM cuSPARSE route may run CSR_ALG3. */
-void tc_decision_measured(tc_decision *d, const struct tc_measured *m, int op, int alg3_ok,
-                          int force_alg3);
-/* Runs decision d: run(ctx, d, &as_planned) executes and records a decision (as_planned 0
- * when it ran as another path: CSR_ALG3 falling back).  For the interposer's decide-only
- * calls it records d and runs nothing.  A model decision of the automatic route with
- * candidates (d->ncand > 0) goes through the measurement on the executions, which may run a
- * candidate instead; otherwise (nothing to measure, TCSPARSE_SELECT=model, the interposer,
- * another kind in progress, a capture) d runs as it is. */
-typedef tcsparseStatus_t (*tc_exec_fn)(void *ctx, tc_decision *d, int *as_planned);
-tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc_call_kind *k,
-                              tc_decision *d, int alg3_ok, tc_exec_fn run, void *ctx);
+/* d takes row r: its path and, for a cuSPARSE row, its kernel name and algorithm (alg3).  A
+ * tensor-core row keeps d's kernel name, which its launcher replaces when it runs. */
+void tc_decision_take(tc_decision *d, const tc_route_row *r);
+/* The decision for call c, its kind k, on the sparse operand sp (whose plan *plan receives,
+ * NULL where none is used): the route forced to cuSPARSE; the tensor-core rows refused (the
+ * reason says why) or no plan; the plan's measured decision for k (automatic route); the route
+ * forced to a tensor-core row; else the selector's choice among the eligible rows, with the
+ * candidates of a measurement on the executions (automatic route).  c's device capability is
+ * refreshed once the handle's cuSPARSE handle exists.  Returns an error only where the call
+ * cannot run at all (no CUDA device, invalid sparse structure). */
+tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
+                                 const struct tcsparseSpMatDescr *sp, const tc_call_kind *k,
+                                 tc_decision *d, struct tc_plan **plan);
+/* Whether the cuSPARSE route may run call c as CSR_ALG3: the operation has that row, it takes
+ * c, and TCSPARSE_CUSPARSE_ALG3 is not 0. */
+int tc_route_alg3_ok(const tc_route_call *c);
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void);
-/* Whether the stream is being captured (or cannot be asked): nothing is queried, created or
- * recorded for such a stream, since a query of an event inside a global-mode capture
- * invalidates the caller's graph. */
-int tc_stream_capturing(cudaStream_t s);
-/* x is measuring another kind than k: 1 while that kind may still come back (this call is
- * left alone; the call is counted), 0 once it has been idle for TC_EXPLORE_IDLE_CALLS calls
- * of other kinds (a one-off N must not hold the plan's measurement for ever), or when x is
- * idle or measuring k. */
-int tc_explore_wait_other(tc_explore *x, const tc_call_kind *k);
-/* Gives up x's measurement: its pending pairs are free again. */
-void tc_explore_abandon(tc_explore *x);
-/* Samples of x in flight (pairs recorded and not yet read back). */
-int tc_explore_pending(const tc_explore *x);
-/* A free event pair of x, created when none is (-1: none to be had). */
-int tc_explore_free_pair(tc_explore *x);
-/* Reads back the samples of x whose second event has completed (no synchronisation):
- * done[], best_ms[] and dropped[] by candidate index; their pairs are free again. */
-void tc_explore_harvest(tc_explore *x);
 /* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 

@@ -1,47 +1,15 @@
-/* The SDDMM rows of the route table: the tensor-core SDDMM on C's plan when the call is
- * eligible (and, on the automatic route, predicted to gain), otherwise cuSPARSE.  As for
- * SpMM, the decision is complete before anything is launched. */
+/* SDDMM's entry points (route.h): the buffer size, the preprocessing and the execution of the
+ * decision route.c takes for the call, the tensor-core SDDMM on C's plan or cuSPARSE. */
 #include <stdio.h>
 #include <string.h>
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
 #include "route.h"
+#include "measure.h"
 #include "select.h"
 #include "tune.h"
 #include "late.h"
-
-/* Automatic route: the selector (src/route/select.c, docs/selector.md), as for SpMM: the chunked
- * schedule when the simulated makespan of one thread block per window is
- * TC_SEL_BALANCE_THRESHOLD times the chunked one's (this device's SMs, the kernel's
- * occupancy), tensor cores when the H100-calibrated cost model predicts them faster than
- * cusparseSDDMM.  Over the 164 measured cases it is within 1.05x of the fastest path in 133
- * (geomean regret 1.078; the threshold rule before it: 1.219 on the same runs). */
-
-/* 0 with the reason when the tensor-core SDDMM cannot run this call. */
-static int tc_sddmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcsparseOperation_t opB,
-                             tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
-                             tcsparseConstSpMatDescr_t C, cudaDataType ct, char *why, size_t n)
-{
-    const cudaDataType ab = A->value_type;
-    if (opA != TCSPARSE_OPERATION_NON_TRANSPOSE || opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
-        return snprintf(why, n, "transposed operand"), 0;
-    if (A->order != TCSPARSE_ORDER_ROW || B->order != TCSPARSE_ORDER_COL)
-        return snprintf(why, n, "layout: the kernel takes A row-major and B column-major"), 0;
-    if (A->batch_count > 1 || B->batch_count > 1 || C->batch_count > 1)
-        return snprintf(why, n, "strided batch"), 0;
-    if ((ab != CUDA_R_32F && ab != CUDA_R_16F) || B->value_type != ab || ct != CUDA_R_32F ||
-        (C->value_type != CUDA_R_32F && C->value_type != ab))
-        return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
-                        tc_dtype_name(B->value_type), tc_dtype_name(C->value_type),
-                        tc_dtype_name(ct)), 0;
-    if (C->nnz >= (1ll << 31) || C->rows >= (1ll << 31) - 16 || C->cols >= (1ll << 31))
-        return snprintf(why, n, "matrix beyond the int32 tensor-core plan"), 0;
-    if (h->cc_major < 9)
-        return snprintf(why, n, "device is sm_%d%d; kernels are built for sm_90", h->cc_major,
-                        h->cc_minor), 0;
-    return 1;
-}
 
 /* The kind of this SDDMM call (the key of its measured decision). */
 static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t A,
@@ -52,88 +20,19 @@ static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t 
     return k;
 }
 
+/* The decision for this SDDMM call (route.c). */
 static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t opA,
                                         tcsparseOperation_t opB, tcsparseConstDnMatDescr_t A,
                                         tcsparseConstDnMatDescr_t B, tcsparseConstSpMatDescr_t C,
                                         cudaDataType ct, tc_decision *d, struct tc_plan **plan)
 {
-    cusparseHandle_t cusp;
-    const tcsparseRoute_t route = tc_route_effective(h);
-    d->path = TCSPARSE_PATH_CUSPARSE;
-    d->alg3 = 0;
-    d->ra.kind = 0;
-    d->ncand = 0;
-    d->measuring = 0;
-    tc_str_join(d->kernel, sizeof d->kernel, "cusparseSDDMM", NULL);
-    *plan = NULL;
-    tc_select_note(h, -1.0, -1.0);
-    if (route == TCSPARSE_ROUTE_CUSPARSE) {
-        tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE", NULL);
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    tcsparseStatus_t st = tc_handle_cusparse(h, &cusp); /* fills the device's capability */
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    if (!tc_sddmm_eligible(h, opA, opB, A, B, C, ct, d->reason, sizeof d->reason))
-        return TCSPARSE_STATUS_SUCCESS;
-    st = tc_plan_get(h, C, plan);
-    if (st == TCSPARSE_STATUS_INVALID_VALUE)
-        return st; /* the caller's structure is wrong: cuSPARSE would compute garbage */
-    if (st != TCSPARSE_STATUS_SUCCESS) {
-        snprintf(d->reason, sizeof d->reason, "no plan: %s", tcsparseGetLastErrorMessage());
-        tc_error_clear();
-        *plan = NULL;
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    const tcsparseMetcfStats_t *s = &(*plan)->stats;
-    const tc_call_kind kind = tc_sddmm_kind(h, A, C);
-    const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_lookup(*plan, &kind) : NULL;
-    if (meas != NULL) { /* measured on the first executions of this kind (route.c) */
-        tc_decision_measured(d, meas, TC_SEL_OP_SDDMM, 0, 0);
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    if (route == TCSPARSE_ROUTE_TC_BASE || route == TCSPARSE_ROUTE_TC_BALANCED) {
-        d->path = route == TCSPARSE_ROUTE_TC_BALANCED ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
-        snprintf(d->reason, sizeof d->reason, "forced; %.2f nnz/block, max/mean blocks per window %lld/%.1f",
-                 s->mean_nnz_per_block, (long long)s->max_blocks_per_window, s->mean_blocks_per_window);
-        return TCSPARSE_STATUS_SUCCESS;
-    }
-    tc_sddmm_args a = {0};
-    a.K = A->cols;
-    a.ab_type = tc_route_ab_type(A->value_type);
-    a.c_type = tc_route_ab_type(C->value_type);
-    a.tf32 = h->math == TCSPARSE_MATH_TF32;
-    tc_sel_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.op = TC_SEL_OP_SDDMM;
-    cfg.prec = a.ab_type != TC_T_F32 ? TC_SEL_P_F16 : a.tf32 ? TC_SEL_P_TF32 : TC_SEL_P_3XTF32;
-    cfg.N = A->cols;
-    cfg.ab_bytes = (int)tc_dtype_size(A->value_type);
-    cfg.c_bytes = (int)tc_dtype_size(C->value_type);
-    cfg.sm_count = h->sm_count;
-    cfg.warps = 4;
-    cfg.slices = 1;
-    cfg.chunk_blocks = (*plan)->chunk_blocks;
-    int bps = 0; /* one kernel for both schedules */
-    const int occ_known = tc_sddmm_occupancy(&a, &bps) == TCSPARSE_STATUS_SUCCESS;
-    cfg.bps_base = cfg.bps_balanced = occ_known ? bps : 0;
-    tc_sel_result r;
-    if (tc_select_decide(s, &cfg, &r) != 0)
-        memset(&r, 0, sizeof r);
-    const int tc = route == TCSPARSE_ROUTE_TC || r.use_tc;
-    tc_select_note(h, r.us_tc, r.us_cusparse);
-    d->path = !tc ? TCSPARSE_PATH_CUSPARSE : r.balanced ? TCSPARSE_PATH_TC_BALANCED : TCSPARSE_PATH_TC_BASE;
-    d->ra = (tc_reason_args){2, route == TCSPARSE_ROUTE_AUTO, r.balanced, occ_known,
-                             r.bps_base, r.bps_base, r.sm_count, r.us_tc, r.us_cusparse,
-                             r.balance_ratio, TC_SEL_BALANCE_THRESHOLD, 0, -1.0,
-                             {0, 0, 0, 0}, 0};
-    d->reason[0] = '\0';
-    if (route == TCSPARSE_ROUTE_AUTO)
-        d->ncand = tc_select_explore_candidates(&cfg, &r, tc_explore_factor(), d->cand, d->pred);
-    return TCSPARSE_STATUS_SUCCESS;
+    tc_route_call c;
+    const tc_call_kind k = tc_sddmm_kind(h, A, C);
+    tc_route_call_sddmm(&c, h, opA, opB, A, B, C, ct);
+    return tc_route_decide(h, &c, C, &k, d, plan);
 }
 
-/* As tc_spmm_tc (route.c): the executions may measure the kernel variants (tune.h). */
+/* As tc_spmm_tc (route_spmm.c): the executions may measure the kernel variants (tune.h). */
 static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
                                     tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
                                     const void *beta, tcsparseSpMatDescr_t C,
@@ -193,7 +92,9 @@ tcsparseStatus_t tc_route_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperatio
         tc_fallback_sddmm_buffer_size(h, opA, opB, alpha, A, B, beta, C, ct, alg, size);
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && tc_route_effective(h) != TCSPARSE_ROUTE_CUSPARSE) {
         char why[160];
-        if (tc_sddmm_eligible(h, opA, opB, A, B, C, ct, why, sizeof why)) {
+        tc_route_call c;
+        tc_route_call_sddmm(&c, h, opA, opB, A, B, C, ct);
+        if (tc_route_tc_ok(tc_route_eligible(&c, why, sizeof why), c.op)) {
             tc_error_clear();
             *size = 0;
             return TCSPARSE_STATUS_SUCCESS;

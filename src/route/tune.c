@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure.h"
 #include "tune.h"
 
 int tc_tune_enabled(void)

@@ -1,0 +1,336 @@
+/* SpMM's entry points (route.h): the buffer size, the preprocessing (with the measured mode
+ * TCSPARSE_SELECT=measure) and the execution of the decision route.c takes for the call, on
+ * the tensor cores or cuSPARSE. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "error.h"
+#include "fallback.h"
+#include "plan.h"
+#include "route.h"
+#include "measure.h"
+#include "select.h"
+#include "tune.h"
+#include "late.h"
+
+/* The kind of this SpMM call. */
+static tc_call_kind tc_spmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t B,
+                                 tcsparseDnMatDescr_t C)
+{
+    tc_call_kind k = {TC_SEL_OP_SPMM, C->cols, tc_route_ab_type(B->value_type),
+                      tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32, 0};
+    return k;
+}
+
+static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_plan *p,
+                                           tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C)
+{
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    return tc_measured_lookup(p, &k);
+}
+
+/* The decision for this SpMM call (route.c); c receives the call. */
+static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tc_route_call *c,
+                                       tcsparseOperation_t opA, tcsparseOperation_t opB,
+                                       tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                       tcsparseDnMatDescr_t C, cudaDataType ct,
+                                       tcsparseSpMMAlg_t alg, tc_decision *d, struct tc_plan **plan)
+{
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    tc_route_call_spmm(c, h, opA, opB, A, B, C, ct, alg);
+    return tc_route_decide(h, c, A, &k, d, plan);
+}
+
+/* tune: the executions may measure the kernel variants (tune.h); not the timings of the
+ * measured mode at _preprocess, which compare the paths with the launcher's choice. */
+static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
+                                   tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                   const void *beta, tcsparseDnMatDescr_t C,
+                                   struct tc_plan *plan, tc_decision *d, int tune)
+{
+    tc_spmm_args a = {0};
+    a.M = A->rows;
+    a.K = A->cols;
+    a.N = C->cols;
+    a.plan = &plan->dev;
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
+    a.tf32 = h->math == TCSPARSE_MATH_TF32; /* TCSPARSE_MATH is read at handle creation */
+    a.a_val = A->values;
+    a.B = B->values;
+    a.ldb = B->ld;
+    a.C = C->values;
+    a.ldc = C->ld;
+    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
+    if (d->path == TCSPARSE_PATH_TC_BALANCED) {
+        a.chunks = plan->chunks;
+        a.nchunks = plan->nchunks;
+        a.split_windows = plan->split_windows;
+        a.nsplit = plan->nsplit;
+    }
+    int var[TC_SPMM_MAX_VARIANTS];
+    const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
+    const int pair =
+        nvar > 1 ? tc_tune_choose(h, plan, tc_spmm_kind(h, B, C), d, var, nvar, &a.variant) : -1;
+    tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
+                d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+    char msg[200];
+    tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    if (pair >= 0)
+        tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
+    if (st != TCSPARSE_STATUS_SUCCESS && nvar > 1 && a.variant != var[0] &&
+        (a.chunks == NULL || a.nsplit == 0)) {
+        /* a variant the launcher would not have chosen failed before anything was written
+         * (no beta pass ran): the launcher's choice runs instead */
+        a.variant = var[0];
+        tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
+                    d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
+        st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    }
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSpMM: %s", msg);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+/* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
+ * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
+static int tc_select_measure(void)
+{
+    const char *e = getenv("TCSPARSE_SELECT");
+    return e != NULL && strcmp(e, "measure") == 0;
+}
+
+/* One SpMM call's arguments: what the measured mode at _preprocess times, and what the
+ * measurement on the executions runs (tc_spmm_exec_cb). */
+typedef struct {
+    tcsparseHandle_t h;
+    struct tc_plan *plan;
+    tcsparseOperation_t opA, opB;
+    const void *alpha, *beta;
+    tcsparseConstSpMatDescr_t A;
+    tcsparseConstDnMatDescr_t B;
+    tcsparseDnMatDescr_t C;
+    cudaDataType ct;
+    tcsparseSpMMAlg_t alg;
+    void *buffer;
+    int alg3_ok; /* the cuSPARSE route may run CSR_ALG3: measured as a fourth candidate */
+} tc_spmm_call;
+
+/* Runs row r of the table on call c. */
+static tcsparseStatus_t tc_run_row(tcsparseHandle_t h, const tc_spmm_call *c,
+                                   struct tc_plan *plan, const tc_route_row *r)
+{
+    if (r->form == TC_SEL_CAND_ALG3)
+        return tc_fallback_spmm_alg3(h, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct, 1);
+    if (r->path == TCSPARSE_PATH_CUSPARSE)
+        return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
+                                c->alg, c->buffer);
+    tc_decision d = {.path = r->path};
+    return tc_spmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, plan, &d, 0);
+}
+
+/* One warm-up, then the best of three runs; negative when the row fails. */
+static float tc_time_row(tcsparseHandle_t h, const tc_spmm_call *c, struct tc_plan *plan,
+                         const tc_route_row *r, cudaEvent_t e0, cudaEvent_t e1)
+{
+    float best = -1.0f;
+    if (tc_run_row(h, c, plan, r) != TCSPARSE_STATUS_SUCCESS) {
+        tc_error_clear();
+        return -1.0f;
+    }
+    for (int i = 0; i < 3; i++) {
+        float ms = 0.0f;
+        if (cudaEventRecord(e0, h->stream) != cudaSuccess ||
+            tc_run_row(h, c, plan, r) != TCSPARSE_STATUS_SUCCESS ||
+            cudaEventRecord(e1, h->stream) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+            (void)cudaGetLastError();
+            tc_error_clear();
+            return -1.0f;
+        }
+        if (best < 0.0f || ms < best)
+            best = ms;
+    }
+    return best;
+}
+
+/* The measured mode (TCSPARSE_SELECT=measure): each of SpMM's rows timed on the caller's
+ * operands into a scratch C; the plan keeps cuSPARSE unless another row is faster. */
+static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct tc_plan *plan)
+{
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(h->stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone)
+        return; /* nothing may run or synchronise inside a capture */
+    struct tcsparseDnMatDescr scratch = *call->C;
+    scratch.cusp = NULL;
+    const size_t bytes = (size_t)call->C->rows * (size_t)call->C->ld * tc_dtype_size(call->C->value_type);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&scratch.values, bytes + 16) != cudaSuccess ||
+        cudaMemsetAsync(scratch.values, 0, bytes, h->stream) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        goto done; /* measuring is an optimisation: without memory, the rule decides */
+    tc_spmm_call c = *call;
+    c.C = &scratch;
+    tc_measured m = {.kind = tc_spmm_kind(h, call->B, call->C)};
+    for (int k = 0; k < TC_SEL_NCAND; k++) { /* SpMM's rows, in the order of the candidates */
+        const tc_route_row *r = tc_route_row_of(TC_SEL_OP_SPMM, k);
+        m.ms[k] = r->form != TC_SEL_CAND_ALG3 || c.alg3_ok ? tc_time_row(h, &c, plan, r, e0, e1)
+                                                          : -1.0f;
+    }
+    static const int order[3] = {TC_SEL_CAND_ALG3, TC_SEL_CAND_BASE, TC_SEL_CAND_BALANCED};
+    tc_measured_choose(&m, order, 3, TC_SEL_CAND_CUSPARSE); /* cuSPARSE unless faster */
+    tc_measured_push(plan, &m);
+done:
+    tc_dnmat_cusparse_release(&scratch);
+    cudaFree(scratch.values);
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    (void)cudaGetLastError();
+}
+
+tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                           tcsparseOperation_t opB, const void *alpha,
+                                           tcsparseConstSpMatDescr_t A,
+                                           tcsparseConstDnMatDescr_t B, const void *beta,
+                                           tcsparseDnMatDescr_t C, cudaDataType ct,
+                                           tcsparseSpMMAlg_t alg, size_t *size)
+{
+    /* The tensor-core path needs no workspace (its plan lives with matA), so the size is
+     * what cuSPARSE asks for, or 0 where only the tensor-core path can run. */
+    tcsparseStatus_t st =
+        tc_fallback_spmm_buffer_size(h, opA, opB, alpha, A, B, beta, C, ct, alg, size);
+    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && tc_route_effective(h) != TCSPARSE_ROUTE_CUSPARSE) {
+        char why[160];
+        tc_route_call c;
+        tc_route_call_spmm(&c, h, opA, opB, A, B, C, ct, alg);
+        if (tc_route_tc_ok(tc_route_eligible(&c, why, sizeof why), c.op)) {
+            tc_error_clear();
+            *size = 0;
+            return TCSPARSE_STATUS_SUCCESS;
+        }
+    }
+    return st;
+}
+
+tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                          tcsparseOperation_t opB, const void *alpha,
+                                          tcsparseConstSpMatDescr_t A,
+                                          tcsparseConstDnMatDescr_t B, const void *beta,
+                                          tcsparseDnMatDescr_t C, cudaDataType ct,
+                                          tcsparseSpMMAlg_t alg, void *buffer)
+{
+    tc_decision d;
+    tc_route_call call;
+    struct tc_plan *plan;
+    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    tc_route_record(h, &d);
+    /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
+     * interposer calls the real one itself). */
+    h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
+                     : tc_fallback_spmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+    if (st == TCSPARSE_STATUS_SUCCESS && d.path == TCSPARSE_PATH_CUSPARSE && d.alg3 &&
+        !h->hook.deferred) {
+        /* the CSR_ALG3 workspace now, so that the first execution does not pay for it; where
+         * it cannot be had, executions run ALG_DEFAULT */
+        (void)tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 0);
+        tc_error_clear(); /* an optimisation only: executions fall back where it failed */
+    }
+    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
+        tc_error_clear();
+        st = TCSPARSE_STATUS_SUCCESS;
+    }
+    if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_route_effective(h) == TCSPARSE_ROUTE_AUTO &&
+        tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
+        tc_spmm_call c = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
+                          tc_route_alg3_ok(&call)};
+        tc_spmm_measure(h, &c, plan);
+        st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
+        if (st == TCSPARSE_STATUS_SUCCESS)
+            tc_route_record(h, &d);
+    }
+    return st;
+}
+
+/* Runs decision d and records it; *ran_alg3 tells whether CSR_ALG3 ran (it falls back to
+ * ALG_DEFAULT where it cannot). */
+static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
+                                        struct tc_plan *plan, tcsparseOperation_t opA,
+                                        tcsparseOperation_t opB, const void *alpha,
+                                        tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                        const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
+                                        tcsparseSpMMAlg_t alg, void *buffer, int *ran_alg3)
+{
+    tcsparseStatus_t st;
+    *ran_alg3 = 0;
+    if (d->path != TCSPARSE_PATH_CUSPARSE) {
+        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d, 1);
+        tc_route_record(h, d);
+        h->hook.deferred = 0;
+        return st;
+    }
+    h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    if (h->hook.deferred) {
+        tc_route_record(h, d);
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    if (d->alg3) {
+        st = tc_fallback_spmm_alg3(h, opB, alpha, A, B, beta, C, ct, 1);
+        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
+            *ran_alg3 = st == TCSPARSE_STATUS_SUCCESS;
+            tc_route_record(h, d);
+            return st;
+        }
+        /* CSR_ALG3 cannot run here (refused, no memory, a capture): ALG_DEFAULT as asked */
+        char why[96];
+        snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        d->alg3 = 0;
+        d->ra.kind = 0; /* the model's text would quote the CSR_ALG3 prediction */
+        tc_str_join(d->kernel, sizeof d->kernel, "cusparseSpMM", NULL);
+        snprintf(d->reason, sizeof d->reason, "cuSPARSE; CSR_ALG3 not available (%s)", why);
+    }
+    tc_route_record(h, d);
+    return tc_fallback_spmm(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
+}
+
+static tcsparseStatus_t tc_spmm_exec_cb(void *p, tc_decision *d, int *as_planned)
+{
+    const tc_spmm_call *c = p;
+    const int want_alg3 = d->path == TCSPARSE_PATH_CUSPARSE && d->alg3;
+    int ran_alg3;
+    tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->B,
+                                          c->beta, c->C, c->ct, c->alg, c->buffer, &ran_alg3);
+    *as_planned = !want_alg3 || ran_alg3;
+    return st;
+}
+
+tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
+                               tcsparseOperation_t opB, const void *alpha,
+                               tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                               const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
+                               tcsparseSpMMAlg_t alg, void *buffer)
+{
+    tc_decision d;
+    tc_route_call call;
+    struct tc_plan *plan;
+    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)A; /* the plans are a cache */
+    const tc_call_kind k = tc_spmm_kind(h, B, C);
+    tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
+    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_late_end(h, md, NULL, &k, &d, st);
+        return st;
+    }
+    /* the measurement's CSR_ALG3 candidate runs where the row takes the call */
+    tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
+                        tc_route_row_eligible(tc_route_row_of(TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3),
+                                              &call)};
+    st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
+    tc_late_end(h, md, plan, &k, &d, st);
+    return st;
+}

@@ -1,0 +1,212 @@
+/* The route table (table.h): its rows, their eligibility and the walk over them. */
+#include <stdio.h>
+#include "route.h"
+#include "table.h"
+
+/* ---- eligibility ------------------------------------------------------------------------- */
+
+/* The tensor-core kernels, either operation: A and B untransposed; SpMM B and C row-major,
+ * SDDMM A row-major and B column-major; no strided batch; A and B of one type the kernels take
+ * (SpMM FP32, FP16, BF16; SDDMM FP32, FP16), C FP32 or that type, FP32 compute; the sparse
+ * matrix within the plan's int32 indices; an sm_90 device.  The checks run in this order and
+ * the first that fails gives the reason. */
+static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
+{
+    const int sddmm = c->op == TC_SEL_OP_SDDMM;
+    const cudaDataType ab = c->a_type;
+    if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
+        return snprintf(why, n, "transposed operand"), 0;
+    if (sddmm && (c->a_order != TCSPARSE_ORDER_ROW || c->b_order != TCSPARSE_ORDER_COL))
+        return snprintf(why, n, "layout: the kernel takes A row-major and B column-major"), 0;
+    if (!sddmm && (c->b_order != TCSPARSE_ORDER_ROW || c->c_order != TCSPARSE_ORDER_ROW))
+        return snprintf(why, n, "column-major B or C"), 0;
+    if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
+        return snprintf(why, n, "strided batch"), 0;
+    const int ab_ok = tc_route_ab_type(ab) >= 0 && (!sddmm || ab != CUDA_R_16BF);
+    if (!ab_ok || c->b_type != ab || c->compute != CUDA_R_32F ||
+        (c->c_type != CUDA_R_32F && c->c_type != ab))
+        return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
+                        tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
+                        tc_dtype_name(c->compute)), 0;
+    if (c->sp_nnz >= (1ll << 31) || c->sp_rows >= (1ll << 31) - 16 || c->sp_cols >= (1ll << 31))
+        return snprintf(why, n, "matrix beyond the int32 tensor-core plan"), 0;
+    if (c->cc_major < 9)
+        return snprintf(why, n, "device is sm_%d%d; kernels are built for sm_90", c->cc_major,
+                        c->cc_minor), 0;
+    return 1;
+}
+
+/* CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR, both operands non-transposed,
+ * row-major B and C (what the model was measured on), no batch, and not for the interposer
+ * (which runs the real cuSPARSE with the caller's arguments). */
+static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
+{
+    if (c->op == TC_SEL_OP_SPMM && c->alg_default && c->sp_format == TCSPARSE_FORMAT_CSR &&
+        c->opA == TCSPARSE_OPERATION_NON_TRANSPOSE && c->opB == TCSPARSE_OPERATION_NON_TRANSPOSE &&
+        c->a_type == CUDA_R_32F && c->b_type == CUDA_R_32F && c->c_type == CUDA_R_32F &&
+        c->compute == CUDA_R_32F && c->b_order == TCSPARSE_ORDER_ROW &&
+        c->c_order == TCSPARSE_ORDER_ROW && c->a_batch == 1 && c->b_batch == 1 &&
+        c->c_batch == 1 && !c->interposed)
+        return 1;
+    return snprintf(why, n, "CSR_ALG3 takes FP32 CSR ALG_DEFAULT calls, untransposed, "
+                            "row-major, unbatched, not through the interposer"), 0;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+#define TC_WHEN_SPMM_TC                                                                        \
+    "A, B not transposed; B, C row-major; no strided batch; A, B both FP32, FP16 or BF16, C "  \
+    "FP32 or A's type, compute FP32; A rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
+#define TC_WHEN_SDDMM_TC                                                                       \
+    "A, B not transposed; A row-major, B column-major; no strided batch; A, B both FP32 or "   \
+    "FP16, C FP32 or A's type, compute FP32; C rows < 2^31-16, columns and nonzeros < 2^31; "  \
+    "sm_90+"
+#define TC_WHEN_ALG3                                                                           \
+    "ALG_DEFAULT asked; CSR A; A, B not transposed; A, B, C, compute FP32; B, C row-major; "   \
+    "no strided batch; not through the interposer"
+
+const tc_route_row tc_route_table[] = {
+    /* op             eligible          when              path                       form                  name                 kernel */
+    {TC_SEL_OP_SPMM,  tc_eligible_tc,   TC_WHEN_SPMM_TC,  TCSPARSE_PATH_TC_BASE,     TC_SEL_CAND_BASE,     "TC base",           NULL},
+    {TC_SEL_OP_SPMM,  tc_eligible_tc,   TC_WHEN_SPMM_TC,  TCSPARSE_PATH_TC_BALANCED, TC_SEL_CAND_BALANCED, "TC balanced",       NULL},
+    {TC_SEL_OP_SPMM,  tc_eligible_alg3, TC_WHEN_ALG3,     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_ALG3,     "cuSPARSE CSR_ALG3", "cusparseSpMM(CSR_ALG3)"},
+    {TC_SEL_OP_SPMM,  NULL,             "every call",     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_CUSPARSE, "cuSPARSE",          "cusparseSpMM"},
+    {TC_SEL_OP_SDDMM, tc_eligible_tc,   TC_WHEN_SDDMM_TC, TCSPARSE_PATH_TC_BASE,     TC_SEL_CAND_BASE,     "TC base",           NULL},
+    {TC_SEL_OP_SDDMM, tc_eligible_tc,   TC_WHEN_SDDMM_TC, TCSPARSE_PATH_TC_BALANCED, TC_SEL_CAND_BALANCED, "TC balanced",       NULL},
+    {TC_SEL_OP_SDDMM, NULL,             "every call",     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_CUSPARSE, "cuSPARSE",          "cusparseSDDMM"},
+};
+const int tc_route_table_rows = (int)(sizeof tc_route_table / sizeof tc_route_table[0]);
+_Static_assert(sizeof tc_route_table / sizeof tc_route_table[0] <= 32,
+               "the masks of tc_route_eligible hold one bit per row");
+
+/* ---- the call ------------------------------------------------------------------------------ */
+
+void tc_route_call_spmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_t opA,
+                        tcsparseOperation_t opB, tcsparseConstSpMatDescr_t A,
+                        tcsparseConstDnMatDescr_t B, tcsparseConstDnMatDescr_t C,
+                        cudaDataType ct, tcsparseSpMMAlg_t alg)
+{
+    *c = (tc_route_call){.op = TC_SEL_OP_SPMM,
+                         .opA = opA,
+                         .opB = opB,
+                         .alg_default = alg == TCSPARSE_SPMM_ALG_DEFAULT,
+                         .a_type = A->value_type,
+                         .b_type = B->value_type,
+                         .c_type = C->value_type,
+                         .compute = ct,
+                         .b_order = B->order,
+                         .c_order = C->order,
+                         .a_batch = A->batch_count,
+                         .b_batch = B->batch_count,
+                         .c_batch = C->batch_count,
+                         .sp_format = A->format,
+                         .sp_rows = A->rows,
+                         .sp_cols = A->cols,
+                         .sp_nnz = A->nnz,
+                         .n = C->cols,
+                         .cc_major = h->cc_major,
+                         .cc_minor = h->cc_minor,
+                         .interposed = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)};
+}
+
+void tc_route_call_sddmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_t opA,
+                         tcsparseOperation_t opB, tcsparseConstDnMatDescr_t A,
+                         tcsparseConstDnMatDescr_t B, tcsparseConstSpMatDescr_t C,
+                         cudaDataType ct)
+{
+    *c = (tc_route_call){.op = TC_SEL_OP_SDDMM,
+                         .opA = opA,
+                         .opB = opB,
+                         .a_type = A->value_type,
+                         .b_type = B->value_type,
+                         .c_type = C->value_type,
+                         .compute = ct,
+                         .a_order = A->order,
+                         .b_order = B->order,
+                         .a_batch = A->batch_count,
+                         .b_batch = B->batch_count,
+                         .c_batch = C->batch_count,
+                         .sp_format = C->format,
+                         .sp_rows = C->rows,
+                         .sp_cols = C->cols,
+                         .sp_nnz = C->nnz,
+                         .n = A->cols,
+                         .cc_major = h->cc_major,
+                         .cc_minor = h->cc_minor,
+                         .interposed = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)};
+}
+
+/* ---- looking rows up ------------------------------------------------------------------------ */
+
+const tc_route_row *tc_route_row_of(int op, int form)
+{
+    for (int i = 0; i < tc_route_table_rows; i++)
+        if (tc_route_table[i].op == op && tc_route_table[i].form == form)
+            return &tc_route_table[i];
+    return NULL;
+}
+
+const tc_route_row *tc_route_cusparse_row(int op)
+{
+    const tc_route_row *last = NULL;
+    for (int i = 0; i < tc_route_table_rows; i++)
+        if (tc_route_table[i].op == op)
+            last = &tc_route_table[i];
+    return last;
+}
+
+const tc_route_row *tc_route_row_on(int op, tcsparsePath_t path)
+{
+    if (path == TCSPARSE_PATH_CUSPARSE)
+        return tc_route_cusparse_row(op);
+    for (int i = 0; i < tc_route_table_rows; i++)
+        if (tc_route_table[i].op == op && tc_route_table[i].path == path)
+            return &tc_route_table[i];
+    return tc_route_cusparse_row(op);
+}
+
+const char *tc_route_form_name(int form)
+{
+    switch (form) {
+    case TC_SEL_CAND_BASE: return "base";
+    case TC_SEL_CAND_BALANCED: return "balanced";
+    case TC_SEL_CAND_CUSPARSE: return "as asked";
+    case TC_SEL_CAND_ALG3: return "CSR_ALG3";
+    default: return "?";
+    }
+}
+
+int tc_route_row_eligible(const tc_route_row *r, const tc_route_call *c)
+{
+    return r->eligible == NULL || r->eligible(c, NULL, 0);
+}
+
+unsigned tc_route_eligible(const tc_route_call *c, char *why, size_t n)
+{
+    unsigned mask = 0;
+    int refused = 0;
+    for (int i = 0; i < tc_route_table_rows; i++) {
+        const tc_route_row *r = &tc_route_table[i];
+        if (r->op != c->op)
+            continue;
+        int ok = -1;
+        for (int j = 0; j < i && ok < 0; j++) /* a predicate already asked */
+            if (tc_route_table[j].op == c->op && tc_route_table[j].eligible == r->eligible)
+                ok = (int)(mask >> j) & 1;
+        if (ok < 0 && r->eligible == NULL)
+            ok = 1;
+        if (ok < 0) {
+            ok = r->eligible(c, refused ? NULL : why, refused ? 0 : n);
+            refused |= !ok;
+        }
+        if (ok)
+            mask |= 1u << i;
+    }
+    return mask;
+}
+
+int tc_route_tc_ok(unsigned mask, int op)
+{
+    const tc_route_row *r = tc_route_row_of(op, TC_SEL_CAND_BASE);
+    return r != NULL && (mask & tc_route_bit(r)) != 0;
+}
