@@ -397,7 +397,7 @@ Test(route_call, sddmm_from_descriptors)
                                    TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
                  TCSPARSE_STATUS_SUCCESS);
     h->cc_major = 9;
-    h->defer_cusparse = 1; /* the interposer's handle: the tensor-core rows still apply */
+    h->hook.mode = TC_HOOK_DEFER_CUSPARSE; /* the interposer's handle: the tensor-core rows still apply */
     tc_route_call c;
     char why[160];
     tc_route_call_sddmm(&c, h, TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
