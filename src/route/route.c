@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
@@ -21,14 +22,14 @@
 
 tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
 {
-    const char *e = getenv("TCSPARSE_ROUTE");
-    if (e == NULL || e[0] == '\0')
-        return h->route;
-    if (strcmp(e, "tc") == 0) return TCSPARSE_ROUTE_TC;
-    if (strcmp(e, "cusparse") == 0) return TCSPARSE_ROUTE_CUSPARSE;
-    if (strcmp(e, "tc-base") == 0) return TCSPARSE_ROUTE_TC_BASE;
-    if (strcmp(e, "tc-balanced") == 0) return TCSPARSE_ROUTE_TC_BALANCED;
-    return TCSPARSE_ROUTE_AUTO;
+    switch (tc_config_get()->route) {
+    case TC_CFG_ROUTE_HANDLE: return h->route;
+    case TC_CFG_ROUTE_TC: return TCSPARSE_ROUTE_TC;
+    case TC_CFG_ROUTE_CUSPARSE: return TCSPARSE_ROUTE_CUSPARSE;
+    case TC_CFG_ROUTE_TC_BASE: return TCSPARSE_ROUTE_TC_BASE;
+    case TC_CFG_ROUTE_TC_BALANCED: return TCSPARSE_ROUTE_TC_BALANCED;
+    default: return TCSPARSE_ROUTE_AUTO;
+    }
 }
 
 /* A time for the reason text: milliseconds, or "-" where the path was not a candidate. */
@@ -75,8 +76,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
     tcsparseRouteInfo_t *r = &h->last_route;
     r->path = d->path;
     tc_str_join(r->kernel, sizeof r->kernel, d->kernel, NULL);
-    const char *log = getenv("TCSPARSE_LOG");
-    const int logging = !h->quiet && log != NULL && log[0] != '\0' && strcmp(log, "0") != 0;
+    const int logging = !h->quiet && tc_config_get()->log;
     if (d->ra.kind != 0 && !logging) {
         h->pending_reason = d->ra; /* formatted when read: tcsparseGetLastRoute */
         r->reason[0] = '\0';
@@ -142,15 +142,16 @@ static int tc_spmm_eligible(tcsparseHandle_t h, tcsparseOperation_t opA, tcspars
     return 1;
 }
 
-/* TCSPARSE_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
- * applies (tests), unset or anything else lets the model decide (src/route/select.h). */
+/* TCSPARSE_X_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
+ * applies (tests), unset lets the model decide (src/route/select.h). */
 enum { TC_ALG3_MODEL = 0, TC_ALG3_NEVER = 1, TC_ALG3_ALWAYS = 2 };
 static int tc_alg3_mode(void)
 {
-    const char *e = getenv("TCSPARSE_CUSPARSE_ALG3");
-    if (e == NULL || e[0] == '\0' || e[1] != '\0')
-        return TC_ALG3_MODEL;
-    return e[0] == '0' ? TC_ALG3_NEVER : e[0] == '1' ? TC_ALG3_ALWAYS : TC_ALG3_MODEL;
+    switch (tc_config_get()->cusparse_alg3) {
+    case TC_CFG_ALG3_NEVER: return TC_ALG3_NEVER;
+    case TC_CFG_ALG3_ALWAYS: return TC_ALG3_ALWAYS;
+    default: return TC_ALG3_MODEL;
+    }
 }
 
 /* Where the cuSPARSE route may run CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR,
@@ -254,14 +255,12 @@ static void tc_measured_choose(tc_measured *m, const int *order, int n, int firs
     m->alg3 = d.alg3;
 }
 
-/* TCSPARSE_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
+/* TCSPARSE_X_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
  * prediction, in place of TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void)
 {
-    const char *e = getenv("TCSPARSE_EXPLORE_FACTOR");
-    char *end;
-    const double f = e != NULL ? strtod(e, &end) : 0.0;
-    return e != NULL && end != e && *end == '\0' && f >= 1.0 ? f : TC_SEL_EXPLORE_FACTOR;
+    const double f = tc_config_get()->explore_factor;
+    return f >= 1.0 ? f : TC_SEL_EXPLORE_FACTOR;
 }
 
 /* The selector's decision for this call: occupancy of the kernels it would launch (the
@@ -328,8 +327,8 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tcsparseOperation_t o
         tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE", NULL);
         if (alg3_ok && alg3_mode == TC_ALG3_ALWAYS) {
             tc_decision_alg3(d);
-            tc_str_join(d->reason, sizeof d->reason,
-                        "route forced to cuSPARSE, CSR_ALG3 forced (TCSPARSE_CUSPARSE_ALG3=1)", NULL);
+            tc_str_join(d->reason, sizeof d->reason, "route forced to cuSPARSE, CSR_ALG3 forced "
+                        "(TCSPARSE_X_CUSPARSE_ALG3=1)", NULL);
         }
         return TCSPARSE_STATUS_SUCCESS;
     }
@@ -435,8 +434,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
  * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
 static int tc_select_measure(void)
 {
-    const char *e = getenv("TCSPARSE_SELECT");
-    return e != NULL && strcmp(e, "measure") == 0;
+    return tc_config_get()->select == TC_CFG_SELECT_MEASURE;
 }
 
 /* One SpMM call's arguments: what the measured mode at _preprocess times, and what the
@@ -600,8 +598,7 @@ _Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EX
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void)
 {
-    const char *e = getenv("TCSPARSE_SELECT");
-    return e != NULL && strcmp(e, "model") == 0;
+    return tc_config_get()->select == TC_CFG_SELECT_MODEL;
 }
 
 static const char *const tc_cand_name[TC_SEL_NCAND] = {"TC base", "TC balanced", "cuSPARSE",

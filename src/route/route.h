@@ -58,7 +58,7 @@ int tc_explore_free_pair(tc_explore *x);
 /* Reads back the samples of x whose second event has completed (no synchronisation):
  * done[], best_ms[] and dropped[] by candidate index; their pairs are free again. */
 void tc_explore_harvest(tc_explore *x);
-/* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
+/* TCSPARSE_X_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 
 /* The reason text of a model decision. */

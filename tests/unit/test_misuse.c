@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "internal.h"
