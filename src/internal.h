@@ -158,7 +158,7 @@ struct tcsparseSpMatDescr {
     /* tcsparseReorder_t of the plan (reorder_api.c); 0 = TCSPARSE_REORDER decides */
     int reorder;
     /* orderings the plan may choose from, bit k = tcsparseOrdering_t k (reorder_api.c); 0 =
-     * TCSPARSE_REORDER_ORDERINGS decides */
+     * TCSPARSE_X_REORDER_ORDERINGS decides */
     int reorder_orderings;
     /* Late ordering (late.c, TCSPARSE_REORDER_LATE), under mu like plan. */
     struct tc_late {

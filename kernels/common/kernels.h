@@ -81,11 +81,11 @@ typedef struct {
 typedef struct {
     /* in */
     int sm_count;             /* sizes the default chunk length (about four waves) */
-    int32_t force_chunk;      /* > 0: this chunk length (TCSPARSE_CHUNK_BLOCKS) */
+    int32_t force_chunk;      /* > 0: this chunk length (TCSPARSE_X_CHUNK_BLOCKS) */
     size_t keep_scratch;      /* bytes of conversion scratch the device may keep pooled */
     int method;               /* 0: window-local for CSR with no row permutation and at most
                                * 2^18 columns, the sort otherwise; 1: always the sort
-                               * (TCSPARSE_CONVERT_SORT=1; the tests compare both) */
+                               * (TCSPARSE_X_CONVERT_SORT=1; the tests compare both) */
     /* out */
     int used_local;           /* the window-local path ran (else the sort) */
     int gpu_ordered;          /* the rows were ordered on the GPU (in->gpu_order taken and
@@ -180,8 +180,9 @@ enum { TC_SPMM_VAR_RULE = 0, TC_SPMM_VAR_J4 = 1, TC_SPMM_VAR_J4_WIDE = 2, TC_SPM
 #define TC_SPMM_MAX_VARIANTS 3
 /* The variants worth measuring for a call (a->variant ignored), the launcher's own choice
  * first: FP32 on a plan with the pipelined kernel, N > 32 (one warp a thread block below:
- * J = 8 and the wide L1 lost there everywhere), and no kernel knob (TCSPARSE_SPMM_J,
- * TCSPARSE_SPMM_WIDE_L1, TCSPARSE_SPMM_PIPE, TCSPARSE_SPMM_PIPE_STAGES) pinning the kernel.
+ * J = 8 and the wide L1 lost there everywhere), and no kernel knob (TCSPARSE_X_SPMM_J,
+ * TCSPARSE_X_SPMM_WIDE_L1, TCSPARSE_X_SPMM_PIPE, TCSPARSE_X_SPMM_PIPE_STAGES) pinning the
+ * kernel.
  * Returns how many were written to var (0 or 1: nothing to measure). */
 int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS]);
 
@@ -236,7 +237,7 @@ enum { TC_SDDMM_VAR_RULE = 0, TC_SDDMM_VAR_PIPE = 1, TC_SDDMM_VAR_PIPE_WIDE = 2,
 #define TC_SDDMM_MAX_VARIANTS 3
 /* The variants worth measuring for a call (a->variant ignored), the launcher's choice first:
  * plain TF32 with FP32 C on a plan, the pipelined kernel's default ring, K > 32, and no SDDMM
- * kernel knob (TCSPARSE_SDDMM_PIPE, TCSPARSE_SDDMM_PIPE_STAGES, TCSPARSE_SDDMM_WIDE_L1)
+ * kernel knob (TCSPARSE_X_SDDMM_PIPE, TCSPARSE_X_SDDMM_PIPE_STAGES, TCSPARSE_X_SDDMM_WIDE_L1)
  * pinning the kernel.  Returns how many were written (0 or 1: nothing to measure). */
 int tc_sddmm_variants(const tc_sddmm_args *a, int var[TC_SDDMM_MAX_VARIANTS]);
 

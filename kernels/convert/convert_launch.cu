@@ -9,6 +9,7 @@
 #include <vector>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include "config.h"
 #include "kernels.h"
 #include "occupancy_cache.cuh"
 #include "convert_kernel.cuh"
@@ -212,10 +213,7 @@ struct SideFork {
     explicit SideFork(cudaStream_t st) : s(st) {}
     void mark()
     {
-        static const bool off = [] { // TCSPARSE_CONVERT_SIDE=0: all on the caller's stream
-            const char *e = getenv("TCSPARSE_CONVERT_SIDE");
-            return e != nullptr && strcmp(e, "0") == 0;
-        }();
+        const bool off = !tc_config_get()->convert.side; // 0: all on the caller's stream
         if (off || (dev = pool_device()) < 0 || !side_take(dev, x))
             return;
         if (cudaEventRecord(x.fork, s) != cudaSuccess) {
@@ -497,13 +495,10 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // The long placing kernel stages a window's output in shared memory when it fits (see
     // there): room for about 1.5 times the mean window, within the shared memory the kernel
     // was given (kLocalMaxSmem); none when windows are mostly short, whose kernel does not
-    // stage.  TCSPARSE_CONVERT_STAGE=0 turns it off.
+    // stage.  TCSPARSE_X_CONVERT_STAGE=0 turns it off.
     int stage_cap = 0;
     {
-        static const bool stage_off = [] {
-            const char *e = getenv("TCSPARSE_CONVERT_STAGE");
-            return e != nullptr && strcmp(e, "0") == 0;
-        }();
+        const bool stage_off = !tc_config_get()->convert.stage;
         const int64_t mean = windows > 0 ? nnz / windows : 0;
         if (local && !stage_off && mean > kShortMax) {
             const int64_t want = (mean + mean / 2 + 255) / 256 * 256;

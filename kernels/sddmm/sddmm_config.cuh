@@ -45,7 +45,7 @@ constexpr int min_blocks_per_sm() { return P::kSplit ? 4 : 5; }
 // ---- the pipelined variant (sddmm_kernel_pipe.cuh) ---------------------------------------
 //
 // Each warp streams its own blocks through a ring of S slots in shared memory, filled by
-// cp.async S - 1 steps ahead (S = kPipeStages unless TCSPARSE_SDDMM_PIPE_STAGES says 2 or 4).
+// cp.async S - 1 steps ahead (S = kPipeStages unless TCSPARSE_X_SDDMM_PIPE_STAGES says 2 or 4).
 // A step is one chunk of K for the kPipeBlocks blocks the warp multiplies at once; lane
 // (g, t) copies, and later reads back, exactly its own 32 bytes of each block's column g (the
 // fragment it needs), so a slot is private to its lane and the ring needs no barrier at all.

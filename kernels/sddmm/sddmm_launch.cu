@@ -1,6 +1,7 @@
 // Launchers of the tensor-core SDDMM: the one place that picks an instantiation.
 #include <cstdio>
 #include <cstdlib>
+#include "config.h"
 #include "kernels.h"
 #include "metcf_rules.h"
 #include "occupancy_cache.cuh"
@@ -11,12 +12,6 @@ namespace {
 using namespace tc;
 using namespace tc::sddmm;
 
-int env_int(const char *name)
-{
-    const char *e = getenv(name);
-    return e ? atoi(e) : 0;
-}
-
 size_t elem_size(int t) { return t == TC_T_F32 ? 4 : 2; }
 
 int64_t chunks_of_k(const tc_sddmm_args *a)
@@ -26,18 +21,16 @@ int64_t chunks_of_k(const tc_sddmm_args *a)
 }
 
 // Slots of the pipelined kernel's ring (sddmm_kernel_pipe.cuh), or 0 for the other kernel:
-// the pipelined one unless TCSPARSE_SDDMM_PIPE=0, wherever the whole K of A fits its shared
-// memory (the other kernel beyond).  TCSPARSE_SDDMM_PIPE_STAGES=2|3|4 forces the ring depth
+// the pipelined one unless TCSPARSE_X_SDDMM_PIPE=0, wherever the whole K of A fits its shared
+// memory (the other kernel beyond).  TCSPARSE_X_SDDMM_PIPE_STAGES=2|3|4 forces the ring depth
 // (a tuning knob for tcsparse-bench-sddmm; 4 slots fall back to the default where they would
 // exceed 48 KB: FP32 K > 160, FP16 K > 320).  Reads only the types and K, as tc_sddmm_occupancy
 // promises.
 int pipe_stages(const tc_sddmm_args *a)
 {
-    static const bool enabled = [] {
-        const char *e = getenv("TCSPARSE_SDDMM_PIPE");
-        return e == nullptr || atoi(e) != 0;
-    }();
-    static const int forced = env_int("TCSPARSE_SDDMM_PIPE_STAGES");
+    const tc_config *c = tc_config_get();
+    const bool enabled = c->sddmm.pipe != 0; // 0, 1 or TC_CFG_RULE
+    const int forced = c->sddmm.pipe_stages;
     const int64_t nk = chunks_of_k(a);
     if (!enabled || nk > kPipeMaxChunks)
         return 0;
@@ -66,7 +59,7 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 // random, mdual: 4-14% faster at K = 128, 4-15% at K = 256) and costs where they are denser
 // (PROTEINS_full replicas, NotreDame_www: 7-9% slower at K = 128), hence the same threshold of
 // 10 nonzeros a block; at K = 32 it costs on the sparse inputs too (R-MAT and mdual 5-8%
-// slower), hence K > 32 (K = 33-127 was not measured).  TCSPARSE_SDDMM_WIDE_L1=1 takes it
+// slower), hence K > 32 (K = 33-127 was not measured).  TCSPARSE_X_SDDMM_WIDE_L1=1 takes it
 // for every plain TF32 call on the default ring, 0 never (tuning knobs for
 // tcsparse-bench-sddmm).  The attribute is set by tc_sddmm_plan_ready.
 
@@ -74,10 +67,7 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 // rule says; REGB leaves it.
 bool wide_l1(const tc_sddmm_args *a, int S)
 {
-    static const int forced = [] {
-        const char *e = getenv("TCSPARSE_SDDMM_WIDE_L1");
-        return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
-    }();
+    const int forced = tc_config_get()->sddmm.wide_l1; // 0, 1 or TC_CFG_RULE
     if (a->ab_type != TC_T_F32 || a->c_type != TC_T_F32 || !a->tf32 || S != kPipeStages ||
         a->plan == nullptr)
         return false;
@@ -86,13 +76,6 @@ bool wide_l1(const tc_sddmm_args *a, int S)
     if (forced >= 0)
         return forced == 1;
     return a->K > 32 && tc_wide_l1_plan(a->plan->nnz, a->plan->blocks);
-}
-
-// Whether the environment variable is set to something (a knob that pins the kernel).
-bool env_set(const char *name)
-{
-    const char *e = getenv(name);
-    return e != nullptr && *e != '\0';
 }
 
 void *wide_l1_fn() { return (void *)sddmm_pipe_kernel<Tf32, float, kPipeStages, true>; }
@@ -165,11 +148,11 @@ size_t smem_bytes(const tc_sddmm_args *a)
 
 // Warps sharing a block: the most (of 4, 2) that still leave a group (the blocks a thread
 // block multiplies at once) at least as large as the mean work item, and no more than there
-// are chunks of K to share.  TCSPARSE_SDDMM_KSPLIT=1|2|4 forces it (a tuning knob for
+// are chunks of K to share.  TCSPARSE_X_SDDMM_KSPLIT=1|2|4 forces it (a tuning knob for
 // tcsparse-bench-sddmm).
 int pick_ksplit(const tc_sddmm_args *a)
 {
-    static const int forced = env_int("TCSPARSE_SDDMM_KSPLIT");
+    const int forced = tc_config_get()->sddmm.ksplit; // 1, 2, 4 or 0 (the rule)
     if (forced == 1 || forced == 2 || forced == 4)
         return forced;
     const int64_t items = a->chunks ? a->nchunks : a->plan->windows;
@@ -207,9 +190,9 @@ Params make_params(const tc_sddmm_args *a)
 
 extern "C" int tc_sddmm_variants(const tc_sddmm_args *a, int var[TC_SDDMM_MAX_VARIANTS])
 {
-    static const bool pinned = env_set("TCSPARSE_SDDMM_PIPE") ||
-                               env_set("TCSPARSE_SDDMM_PIPE_STAGES") ||
-                               env_set("TCSPARSE_SDDMM_WIDE_L1");
+    const tc_config *c = tc_config_get(); // a kernel knob that is set pins the kernel
+    const bool pinned = c->sddmm.pipe != TC_CFG_RULE || c->sddmm.pipe_stages != 0 ||
+                        c->sddmm.wide_l1 != TC_CFG_RULE;
     if (pinned || a->ab_type != TC_T_F32 || a->c_type != TC_T_F32 || !a->tf32 ||
         a->plan == nullptr || a->K <= 32 || pipe_stages(a) != kPipeStages)
         return 0;

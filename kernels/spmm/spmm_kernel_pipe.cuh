@@ -33,7 +33,7 @@ namespace spmm {
 // Ring slots a warp, S: S - 1 blocks of B in flight.  The default for 3xTF32 and 16-bit
 // types; plain TF32 takes 3 (kPipeStagesTf32: a smaller ring lets 8 thread blocks share an
 // SM).  The launcher also has 6 and 8, and either default for any type
-// (TCSPARSE_SPMM_PIPE_STAGES).
+// (TCSPARSE_X_SPMM_PIPE_STAGES).
 constexpr int kPipeStages = 4;
 constexpr int kPipeStagesTf32 = 3;
 template <class P>

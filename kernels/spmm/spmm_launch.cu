@@ -1,6 +1,7 @@
 // Launchers of the tensor-core SpMM: the one place that picks an instantiation.
 #include <cstdio>
 #include <cstdlib>
+#include "config.h"
 #include "kernels.h"
 #include "metcf_rules.h"
 #include "occupancy_cache.cuh"
@@ -34,12 +35,6 @@ void *fn_of(int S)
     return (void *)spmm::spmm_pipe_kernel<P, CT, J, kBal, 4>;
 }
 
-int env_int(const char *name)
-{
-    const char *e = getenv(name);
-    return e ? atoi(e) : 0;
-}
-
 // The wide-L1 form of the plain TF32 J = 4 pipelined kernel (3-slot ring): the same code
 // with a shared memory carveout of TC_WIDE_L1_CARVEOUT (72) percent, i.e. 164 KB of the
 // H100's 228 KB for shared memory, 6 resident thread blocks of 26 KB instead of 8, and about
@@ -60,12 +55,12 @@ void *wide_l1_fn()
 }
 
 // FP32: J = 4 (32 columns per warp: 80-96 registers; J = 8 needs 128-165 and was no faster
-// on the H100), 16-bit types J = 8 (16-byte B pieces).  TCSPARSE_SPMM_J=8 forces FP32 to 8,
+// on the H100), 16-bit types J = 8 (16-byte B pieces).  TCSPARSE_X_SPMM_J=8 forces FP32 to 8,
 // a tuning knob for tcsparse-bench.
 // A variant (tc_spmm_args::variant, tc_spmm_variants) pins J for FP32.
 int pick_j(const tc_spmm_args *a)
 {
-    static const int forced = env_int("TCSPARSE_SPMM_J");
+    const int forced = tc_config_get()->spmm.j; // 4, 8 or 0 (the rule)
     if (a->ab_type != TC_T_F32)
         return 8;
     if (a->variant == TC_SPMM_VAR_J8)
@@ -73,13 +68,6 @@ int pick_j(const tc_spmm_args *a)
     if (a->variant == TC_SPMM_VAR_J4 || a->variant == TC_SPMM_VAR_J4_WIDE)
         return 4;
     return forced == 8 ? 8 : 4;
-}
-
-// Whether the environment variable is set to something (a knob that pins the kernel).
-bool env_set(const char *name)
-{
-    const char *e = getenv(name);
-    return e != nullptr && *e != '\0';
 }
 
 // Warps per thread block of the thread-block form: enough to cover N, at most 4.
@@ -91,25 +79,21 @@ int cta_warps(const tc_spmm_args *a)
 }
 
 // Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel.
-// TCSPARSE_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs for every call on a
+// TCSPARSE_X_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs for every call on a
 // plan.  Since its copies were coalesced (eighth session, docs/performance.md) it is faster
 // than the other kernel almost everywhere on the H100: CTA time / pipelined time, geomean
 // over the large suite (10 inputs) and the small one (45), TF32 1.04-1.41 for N = 32 to 512,
 // FP16 1.02-1.23, 3xTF32 1.00-1.10 except the balanced kernel at N = 32 on the large suite
 // (0.94).  Without a plan (the selector's occupancy query, tc_spmm_occupancy) it names the
 // other kernel, whose occupancy the selector's model was fitted to.
-// TCSPARSE_SPMM_PIPE_STAGES = 3, 4, 6 or 8 sets the ring's depth (a tuning knob for
+// TCSPARSE_X_SPMM_PIPE_STAGES = 3, 4, 6 or 8 sets the ring's depth (a tuning knob for
 // tcsparse-bench; unset: 3 for plain TF32, 4 for the others, spmm::default_stages; a depth
 // whose shared memory would pass 48 KB, FP32 J = 8 with 6 or 8, keeps the default).
-enum { kPipeAuto = -1, kPipeNever = 0, kPipeAlways = 1 };
+enum { kPipeAuto = TC_CFG_RULE, kPipeNever = 0, kPipeAlways = 1 };
 
 int pipe_mode()
 {
-    static const int mode = [] {
-        const char *e = getenv("TCSPARSE_SPMM_PIPE");
-        return e == nullptr || *e == '\0' ? kPipeAuto : atoi(e) != 0 ? kPipeAlways : kPipeNever;
-    }();
-    return mode;
+    return tc_config_get()->spmm.pipe;
 }
 
 bool pipe_wanted(const tc_spmm_args *a)
@@ -123,7 +107,7 @@ bool pipe_wanted(const tc_spmm_args *a)
 template <class P, int J>
 int pipe_stages(bool wanted)
 {
-    static const int forced = env_int("TCSPARSE_SPMM_PIPE_STAGES");
+    const int forced = tc_config_get()->spmm.pipe_stages;
     if (!wanted)
         return 0;
     const int S = forced == 3 || forced == 4 || forced == 6 || forced == 8
@@ -136,15 +120,12 @@ int pipe_stages(bool wanted)
 
 // Whether a call takes the wide-L1 instance (see wide_l1_fn): plain TF32, J = 4, the
 // default 3-slot ring, at least two warps a thread block (N > 32), and a plan of fewer than
-// 10 nonzeros a block (tc_wide_l1_plan).  TCSPARSE_SPMM_WIDE_L1=1 takes it for every plain
+// 10 nonzeros a block (tc_wide_l1_plan).  TCSPARSE_X_SPMM_WIDE_L1=1 takes it for every plain
 // TF32 J = 4 call on the default ring, 0 never (tuning knobs for tcsparse-bench).  The
 // variants TC_SPMM_VAR_J4_WIDE and TC_SPMM_VAR_J4 take it and leave it whatever the rule says.
 bool wide_l1(const tc_spmm_args *a, int j, int S, int warps)
 {
-    static const int forced = [] {
-        const char *e = getenv("TCSPARSE_SPMM_WIDE_L1");
-        return e == nullptr || *e == '\0' ? -1 : atoi(e) != 0;
-    }();
+    const int forced = tc_config_get()->spmm.wide_l1; // 0, 1 or TC_CFG_RULE
     if (a->ab_type != TC_T_F32 || !a->tf32 || j != 4 || S != spmm::kPipeStagesTf32 ||
         a->plan == nullptr)
         return false;
@@ -263,9 +244,9 @@ extern "C" void tc_spmm_plan_ready(void)
 
 extern "C" int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS])
 {
-    static const bool pinned = env_set("TCSPARSE_SPMM_J") || env_set("TCSPARSE_SPMM_WIDE_L1") ||
-                               env_set("TCSPARSE_SPMM_PIPE") ||
-                               env_set("TCSPARSE_SPMM_PIPE_STAGES");
+    const tc_config *c = tc_config_get(); // a kernel knob that is set pins the kernel
+    const bool pinned = c->spmm.j != 0 || c->spmm.wide_l1 != TC_CFG_RULE ||
+                        c->spmm.pipe != TC_CFG_RULE || c->spmm.pipe_stages != 0;
     if (pinned || a->ab_type != TC_T_F32 || a->plan == nullptr || a->N <= 32 || !pipe_wanted(a))
         return 0;
     tc_spmm_args r = *a;

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
@@ -8,10 +9,7 @@
  * NVIDIA_TF32_OVERRIDE does for cuBLAS. */
 static tcsparseMathMode_t tc_math_from_env(void)
 {
-    const char *s = getenv("TCSPARSE_MATH");
-    if (s != NULL && (strcmp(s, "tf32") == 0 || strcmp(s, "TF32") == 0))
-        return TCSPARSE_MATH_TF32;
-    return TCSPARSE_MATH_DEFAULT;
+    return tc_config_get()->math_tf32 ? TCSPARSE_MATH_TF32 : TCSPARSE_MATH_DEFAULT;
 }
 
 tcsparseStatus_t tcsparseCreate(tcsparseHandle_t *handle)

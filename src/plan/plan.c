@@ -8,6 +8,7 @@
 #include <time.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "metcf.h"
@@ -25,70 +26,19 @@ static double tc_now_ms(void)
 /* ---- the plan cache ----------------------------------------------------------------------
  * All plans of all descriptors form one list, most recently used first, under tc_cache_mu
  * (taken after a descriptor's mutex, never before one: see plan.h).  TCSPARSE_CACHE_BYTES
- * bounds the sum of their device bytes; TCSPARSE_FAULT_PLAN_ALLOC=n makes the next n plan
+ * bounds the sum of their device bytes; TCSPARSE_X_FAULT_PLAN_ALLOC=n makes the next n plan
  * builds fail their device allocation, to test the fallback. */
 static pthread_mutex_t tc_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tc_plan *tc_lru_head, *tc_lru_tail;
 static size_t tc_cache_bytes, tc_cache_limit = SIZE_MAX;
 static int64_t tc_cache_plans, tc_cache_evictions, tc_fault_left;
 static int tc_cache_configured;
-/* Conversion scratch the device may keep pooled between plan builds (TCSPARSE_CONVERT_KEEP,
- * default 64 MiB: about the scratch of a 2M-nonzero matrix); kernels/convert/convert_launch.cu. */
-#define TC_SCRATCH_KEEP_DEFAULT ((size_t)64 << 20)
-static size_t tc_scratch_keep = TC_SCRATCH_KEEP_DEFAULT;
-
-int64_t tc_parse_bytes(const char *s)
-{
-    if (s == NULL)
-        return -1;
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
-        end += 2;
-    else if (end[0] == 'b' || end[0] == 'B')
-        end++;
-    if (*end != '\0' || v > (unsigned long long)(INT64_MAX >> shift))
-        return -1;
-    return (int64_t)(v << shift);
-}
-
-/* A byte count from the environment (K, M, G suffixes), or dflt when unset, empty or
- * unreadable (then with a one-line message saying what happens instead). */
-static size_t tc_env_bytes(const char *name, size_t dflt, const char *otherwise)
-{
-    const char *e = getenv(name);
-    if (e == NULL || e[0] == '\0')
-        return dflt;
-    int64_t v = tc_parse_bytes(e);
-    if (v >= 0 && (uint64_t)v < SIZE_MAX)
-        return (size_t)v;
-    fprintf(stderr, "tcsparse: %s='%s' is not a byte count (digits with an optional K, M or "
-                    "G); %s\n", name, e, otherwise);
-    return dflt;
-}
-
-/* Reads the environment; the caller holds tc_cache_mu. */
+/* Takes the configuration's values; the caller holds tc_cache_mu. */
 static void tc_cache_configure_locked(void)
 {
-    tc_cache_limit = tc_env_bytes("TCSPARSE_CACHE_BYTES", SIZE_MAX, "the plan cache is unlimited");
-    tc_scratch_keep = tc_env_bytes("TCSPARSE_CONVERT_KEEP", TC_SCRATCH_KEEP_DEFAULT,
-                                   "keeping the default");
-    const char *f = getenv("TCSPARSE_FAULT_PLAN_ALLOC");
-    tc_fault_left = f != NULL ? strtoll(f, NULL, 10) : 0;
-    if (tc_fault_left < 0)
-        tc_fault_left = 0;
+    const tc_config *c = tc_config_get();
+    tc_cache_limit = c->cache_bytes;
+    tc_fault_left = c->fault_plan_alloc;
     tc_cache_configured = 1;
 }
 
@@ -100,7 +50,7 @@ static void tc_cache_configure_once(void)
     pthread_mutex_unlock(&tc_cache_mu);
 }
 
-/* 1 when this build's device allocation must fail (TCSPARSE_FAULT_PLAN_ALLOC). */
+/* 1 when this build's device allocation must fail (TCSPARSE_X_FAULT_PLAN_ALLOC). */
 static int tc_fault_take(void)
 {
     pthread_mutex_lock(&tc_cache_mu);
@@ -329,8 +279,7 @@ static tc_get_range_fn tc_get_range;
 
 static void tc_range_init(void)
 {
-    const char *e = getenv("TCSPARSE_CHECK_BUFFER");
-    if (e != NULL && strcmp(e, "0") == 0)
+    if (!tc_config_get()->check_buffer)
         return;
     void *f = tc_driver_entry("cuMemGetAddressRange");
     if (f != NULL)
@@ -526,20 +475,18 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
         .indices_64 = d->indices_type == TCSPARSE_INDEX_64I, .base = (int)d->base};
     char msg[200];
     double t0 = tc_now_ms();
-    pthread_mutex_lock(&tc_cache_mu);
-    tc_convert_extra x = {.sm_count = h->sm_count, .keep_scratch = tc_scratch_keep};
-    pthread_mutex_unlock(&tc_cache_mu);
-    const char *ce = getenv("TCSPARSE_CHUNK_BLOCKS"); /* tuning knob for tcsparse-bench */
-    if (ce != NULL && atoi(ce) >= 1)
-        x.force_chunk = atoi(ce);
-    const char *cs = getenv("TCSPARSE_CONVERT_SORT"); /* 1: the sorted path for every input */
-    if (cs != NULL && strcmp(cs, "1") == 0)
+    /* the conversion's pool keeps TCSPARSE_X_CONVERT_KEEP bytes (convert_launch.cu) */
+    const tc_config *cfg = tc_config_get();
+    tc_convert_extra x = {.sm_count = h->sm_count, .keep_scratch = cfg->convert.keep};
+    if (cfg->convert.chunk_blocks >= 1) /* tuning knob for tcsparse-bench */
+        x.force_chunk = cfg->convert.chunk_blocks;
+    if (cfg->convert.sort) /* the sorted path for every input */
         x.method = 1;
     if (tc_fault_take()) {
         free(p);
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
                             "tensor-core plan: allocating the plan: out of device memory "
-                            "(injected by TCSPARSE_FAULT_PLAN_ALLOC)");
+                            "(injected by TCSPARSE_X_FAULT_PLAN_ALLOC)");
     }
     tc_reorder_info rinfo; /* reorder.c: exactly tc_convert_gpu unless reordering is on */
     st = tc_reorder_convert(d, &in, &p->dev, &x, h->stream, late_ordering, &rinfo, msg,

@@ -104,16 +104,14 @@ typedef struct {
     int64_t plans, evictions;
 } tc_plan_cache_info;
 void tc_plan_cache_get_info(tc_plan_cache_info *info);
-/* Reads TCSPARSE_CACHE_BYTES and TCSPARSE_FAULT_PLAN_ALLOC again (they are read once, on the
- * first plan lookup); evicts down to a lowered limit.  For tests. */
+/* Takes TCSPARSE_CACHE_BYTES and TCSPARSE_X_FAULT_PLAN_ALLOC from the configuration again
+ * (the cache takes them at the first plan lookup; after tc_config_reload, config.h); evicts
+ * down to a lowered limit.  For tests. */
 void tc_plan_cache_reconfigure(void);
-/* Parses a byte count with an optional K, M or G suffix (powers of 1024, an optional trailing
- * "B" or "iB", case-insensitive); returns -1 when s is not one. */
-int64_t tc_parse_bytes(const char *s);
 
 /* Bytes from p to the end of the device allocation holding it (cuMemGetAddressRange, found
  * through the runtime: no -lcuda).  Returns 0 when unknown: host memory, no driver entry
- * point, or TCSPARSE_CHECK_BUFFER=0.  spmm.c and sddmm.c refuse an externalBuffer smaller
+ * point, or TCSPARSE_X_CHECK_BUFFER=0.  spmm.c and sddmm.c refuse an externalBuffer smaller
  * than what _bufferSize asks for, instead of letting cuSPARSE write past it. */
 int tc_device_room(const void *p, size_t *room);
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "internal.h"
 #include "plan.h"
 #include "reorder.h"
@@ -47,8 +48,8 @@ int tc_ordering_parse(const char *name)
 
 int tc_reorder_threads(void)
 {
-    const char *e = getenv("TCSPARSE_REORDER_THREADS");
-    long n = e != NULL && atoi(e) > 0 ? atoi(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    const int t = tc_config_get()->reorder.threads;
+    long n = t > 0 ? t : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
@@ -843,46 +844,22 @@ int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only)
     unsigned mask = TC_ORD_ALL_CANDIDATES;
     int forced = 0; /* TCSPARSE_REORDER names one ordering: it wins over the candidate list */
     int mode = d != NULL ? d->reorder : TCSPARSE_REORDER_DEFAULT;
-    const char *e = getenv("TCSPARSE_REORDER");
+    const tc_config *c = tc_config_get();
     if (mode == TCSPARSE_REORDER_DEFAULT) {
-        mode = TCSPARSE_REORDER_LATE;
-        if (e != NULL && e[0] != '\0') {
-            int k = tc_ordering_parse(e);
-            if (strcmp(e, "late") == 0) {
-                mode = TCSPARSE_REORDER_LATE;
-            } else if (strcmp(e, "1") == 0 || strcmp(e, "auto") == 0 || strcmp(e, "on") == 0) {
-                mode = TCSPARSE_REORDER_AUTO;
-            } else if (strcmp(e, "always") == 0) {
-                mode = TCSPARSE_REORDER_ALWAYS;
-            } else if (k > 0) {
-                mode = TCSPARSE_REORDER_ALWAYS;
-                mask = 1u << k;
-                forced = 1;
-            } else if (strcmp(e, "0") == 0 || strcmp(e, "off") == 0) {
-                mode = TCSPARSE_REORDER_OFF;
-            } else {
-                static atomic_int warned;
-                if (atomic_exchange(&warned, 1) == 0)
-                    fprintf(stderr, "tcsparse: TCSPARSE_REORDER='%s' is not late, 0, 1, off, "
-                                    "auto, always or an ordering name; late ordering, the "
-                                    "default, is in effect\n", e);
-            }
+        switch (c->reorder.mode) {
+        case TC_CFG_REORDER_OFF: mode = TCSPARSE_REORDER_OFF; break;
+        case TC_CFG_REORDER_AUTO: mode = TCSPARSE_REORDER_AUTO; break;
+        case TC_CFG_REORDER_ALWAYS: mode = TCSPARSE_REORDER_ALWAYS; break;
+        case TC_CFG_REORDER_ONE:
+            mode = TCSPARSE_REORDER_ALWAYS;
+            mask = 1u << c->reorder.ordering;
+            forced = 1;
+            break;
+        default: mode = TCSPARSE_REORDER_LATE; break;
         }
     }
-    const char *list = getenv("TCSPARSE_REORDER_ORDERINGS");
-    if (list != NULL && list[0] != '\0') {
-        unsigned m = 0;
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", list);
-        char *save = NULL;
-        for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-            const int k = tc_ordering_parse(s);
-            if (k > 0)
-                m |= 1u << k;
-        }
-        if (m != 0 && !forced)
-            mask &= m;
-    }
+    if (c->reorder.orderings != 0 && !forced) /* TCSPARSE_X_REORDER_ORDERINGS */
+        mask &= c->reorder.orderings;
     if (d != NULL && d->reorder_orderings != 0 && !forced) /* the descriptor's list wins */
         mask = (unsigned)d->reorder_orderings & TC_ORD_ALL_CANDIDATES;
     if (only)
@@ -994,17 +971,11 @@ done:
     return rc;
 }
 
-/* TCSPARSE_REORDER_MIN_GAIN: percent fewer blocks a reordering must give (default 10). */
+/* TCSPARSE_X_REORDER_MIN_GAIN: percent fewer blocks a reordering must give (default 10). */
 double tc_reorder_min_gain(void)
 {
-    const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
-    if (e != NULL && e[0] != '\0') {
-        char *end;
-        double v = strtod(e, &end);
-        if (*end == '\0' && v >= 0 && v < 100)
-            return v / 100.0;
-    }
-    return 0.10;
+    const double g = tc_config_get()->reorder.min_gain;
+    return g >= 0.0 ? g : 0.10;
 }
 
 int tc_reorder_late_applies(const tc_convert_input *in)

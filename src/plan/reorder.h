@@ -40,7 +40,7 @@ typedef struct {
     const int32_t *col;     /* nnz */
 } tc_rcsr;
 
-/* Threads used by the host side: TCSPARSE_REORDER_THREADS when set, else the online CPUs,
+/* Threads used by the host side: TCSPARSE_X_REORDER_THREADS when set, else the online CPUs,
  * at most 64. */
 int tc_reorder_threads(void);
 
@@ -80,11 +80,11 @@ int tc_reorder_choose(const tc_rcsr *a, const tc_reorder_opts *o, int32_t *order
 /* The descriptor's effective mode: its own setting, else TCSPARSE_REORDER (late, 0/off,
  * 1/auto, always, or an ordering name, which forces that ordering), else LATE.  *only, when not
  * NULL, receives the candidate mask (TC_ORD_ALL_CANDIDATES, or one ordering's bit),
- * narrowed by TCSPARSE_REORDER_ORDERINGS=name,name..., or the descriptor's own list
+ * narrowed by TCSPARSE_X_REORDER_ORDERINGS=name,name..., or the descriptor's own list
  * (tcsparseSpMatSetReorderOrderings) instead, unless TCSPARSE_REORDER forces one. */
 struct tcsparseSpMatDescr;
 int tc_reorder_mode(const struct tcsparseSpMatDescr *d, unsigned *only);
-/* TCSPARSE_REORDER_MIN_GAIN as a fraction (default 0.10): the share of the caller's order's
+/* TCSPARSE_X_REORDER_MIN_GAIN as a fraction (default 0.10): the share of the caller's order's
  * blocks an ordering must save to be kept (AUTO) or timed (LATE). */
 double tc_reorder_min_gain(void);
 

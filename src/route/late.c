@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "config.h"
 #include "error.h"
 #include "late.h"
 #include "measure.h"
@@ -18,20 +19,18 @@ static double tc_late_now_ms(void)
 
 _Static_assert(2 * TC_LATE_SAMPLES <= TC_EXPLORE_PAIRS, "tc_explore holds a pair for every sample");
 
-/* The share of blocks the ordering must save to be timed: TCSPARSE_REORDER_MIN_GAIN when
+/* The share of blocks the ordering must save to be timed: TCSPARSE_X_REORDER_MIN_GAIN when
  * set, else TC_LATE_MIN_GAIN (lower than AUTO's 10%: the trial measures, and NotreDame_www's
  * SDDMM gains 17% from a 6% block saving, docs/performance.md "Seventeenth session"). */
 static double tc_late_min_gain(void)
 {
-    const char *e = getenv("TCSPARSE_REORDER_MIN_GAIN");
-    return e != NULL && e[0] != '\0' ? tc_reorder_min_gain() : TC_LATE_MIN_GAIN;
+    const double g = tc_config_get()->reorder.min_gain;
+    return g >= 0.0 ? g : TC_LATE_MIN_GAIN;
 }
 
 static int tc_late_logging(tcsparseHandle_t h)
 {
-    const char *log = getenv("TCSPARSE_LOG");
-    return !tc_hook_on(h, TC_HOOK_QUIET) && log != NULL && log[0] != '\0' &&
-           strcmp(log, "0") != 0;
+    return !tc_hook_on(h, TC_HOOK_QUIET) && tc_config_get()->log;
 }
 
 /* Appends tail to the handle's last route reason (formatting a pending model reason first). */
@@ -72,13 +71,12 @@ static int tc_late_kept_state(struct tcsparseSpMatDescr *d)
 /* Whether round 1 tries bfs for calls of kind k: a matrix of at most TC_LATE_BFS_MAX_NNZ
  * nonzeros (the host's search, about 25 ms a million nonzeros with the copy) whose gathered
  * rows of B (cols x N or K elements) do not fit in L2, where the order of the rows decides
- * how many gathers hit there.  TCSPARSE_REORDER_LATE_BFS=0 never, 1 whatever B's size (tests
+ * how many gathers hit there.  TCSPARSE_X_REORDER_LATE_BFS=0 never, 1 whatever B's size (tests
  * and measurements). */
 static int tc_late_bfs_applies(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                                const tc_call_kind *k)
 {
-    const char *e = getenv("TCSPARSE_REORDER_LATE_BFS");
-    const int forced = e != NULL && e[0] != '\0' ? atoi(e) != 0 : -1;
+    const int forced = tc_config_get()->reorder.late_bfs; /* 0, 1 or TC_CFG_RULE */
     if (forced == 0 || d->nnz <= 0 || d->nnz > TC_LATE_BFS_MAX_NNZ)
         return 0;
     if (forced == 1)

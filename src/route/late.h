@@ -29,7 +29,7 @@
 
 #define TC_LATE_SAMPLES 3
 /* blocks the first-col plan must save, as a share of the caller's order's, to be timed
- * (TCSPARSE_REORDER_MIN_GAIN, a percentage, overrides it) */
+ * (TCSPARSE_X_REORDER_MIN_GAIN, a percentage, overrides it) */
 #define TC_LATE_MIN_GAIN 0.02
 /* calls of other kinds after which a trial whose kind stopped coming moves to the kind of the
  * next call (and the interposer's decide-only calls after which it ends, keeping the ordered

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
@@ -23,14 +24,14 @@
 
 tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
 {
-    const char *e = getenv("TCSPARSE_ROUTE");
-    if (e == NULL || e[0] == '\0')
-        return h->route;
-    if (strcmp(e, "tc") == 0) return TCSPARSE_ROUTE_TC;
-    if (strcmp(e, "cusparse") == 0) return TCSPARSE_ROUTE_CUSPARSE;
-    if (strcmp(e, "tc-base") == 0) return TCSPARSE_ROUTE_TC_BASE;
-    if (strcmp(e, "tc-balanced") == 0) return TCSPARSE_ROUTE_TC_BALANCED;
-    return TCSPARSE_ROUTE_AUTO;
+    switch (tc_config_get()->route) {
+    case TC_CFG_ROUTE_HANDLE: return h->route;
+    case TC_CFG_ROUTE_TC: return TCSPARSE_ROUTE_TC;
+    case TC_CFG_ROUTE_CUSPARSE: return TCSPARSE_ROUTE_CUSPARSE;
+    case TC_CFG_ROUTE_TC_BASE: return TCSPARSE_ROUTE_TC_BASE;
+    case TC_CFG_ROUTE_TC_BALANCED: return TCSPARSE_ROUTE_TC_BALANCED;
+    default: return TCSPARSE_ROUTE_AUTO;
+    }
 }
 
 /* A time for the reason text: milliseconds, or "-" where the path was not a candidate. */
@@ -77,9 +78,7 @@ void tc_route_record(tcsparseHandle_t h, const tc_decision *d)
     tcsparseRouteInfo_t *r = &h->last_route;
     r->path = d->path;
     tc_str_join(r->kernel, sizeof r->kernel, d->kernel, NULL);
-    const char *log = getenv("TCSPARSE_LOG");
-    const int logging = !tc_hook_on(h, TC_HOOK_QUIET) && log != NULL && log[0] != '\0' &&
-                        strcmp(log, "0") != 0;
+    const int logging = !tc_hook_on(h, TC_HOOK_QUIET) && tc_config_get()->log;
     if (d->ra.kind != 0 && !logging) {
         h->pending_reason = d->ra; /* formatted when read: tcsparseGetLastRoute */
         r->reason[0] = '\0';
@@ -120,32 +119,30 @@ int tc_route_ab_type(cudaDataType t)
     }
 }
 
-/* TCSPARSE_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
- * applies (tests), unset or anything else lets the model decide (src/route/select.h). */
+/* TCSPARSE_X_CUSPARSE_ALG3: 0 never runs CSR_ALG3 on the cuSPARSE route, 1 always where it
+ * applies (tests), unset lets the model decide (src/route/select.h). */
 enum { TC_ALG3_MODEL = 0, TC_ALG3_NEVER = 1, TC_ALG3_ALWAYS = 2 };
 static int tc_alg3_mode(void)
 {
-    const char *e = getenv("TCSPARSE_CUSPARSE_ALG3");
-    if (e == NULL || e[0] == '\0' || e[1] != '\0')
-        return TC_ALG3_MODEL;
-    return e[0] == '0' ? TC_ALG3_NEVER : e[0] == '1' ? TC_ALG3_ALWAYS : TC_ALG3_MODEL;
+    switch (tc_config_get()->cusparse_alg3) {
+    case TC_CFG_ALG3_NEVER: return TC_ALG3_NEVER;
+    case TC_CFG_ALG3_ALWAYS: return TC_ALG3_ALWAYS;
+    default: return TC_ALG3_MODEL;
+    }
 }
 
-/* TCSPARSE_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
+/* TCSPARSE_X_EXPLORE_FACTOR (tests): candidates within this factor of the model's fastest
  * prediction, in place of TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void)
 {
-    const char *e = getenv("TCSPARSE_EXPLORE_FACTOR");
-    char *end;
-    const double f = e != NULL ? strtod(e, &end) : 0.0;
-    return e != NULL && end != e && *end == '\0' && f >= 1.0 ? f : TC_SEL_EXPLORE_FACTOR;
+    const double f = tc_config_get()->explore_factor;
+    return f >= 1.0 ? f : TC_SEL_EXPLORE_FACTOR;
 }
 
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void)
 {
-    const char *e = getenv("TCSPARSE_SELECT");
-    return e != NULL && strcmp(e, "model") == 0;
+    return tc_config_get()->select == TC_CFG_SELECT_MODEL;
 }
 
 void tc_decision_take(tc_decision *d, const tc_route_row *r)
@@ -244,7 +241,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     const tcsparseRoute_t route = tc_route_effective(h);
     const tc_route_row *cus = tc_route_cusparse_row(c->op);
     const tc_route_row *alg3 = tc_route_row_of(c->op, TC_SEL_CAND_ALG3);
-    /* TCSPARSE_CUSPARSE_ALG3 concerns the operations with a CSR_ALG3 row (SpMM) */
+    /* TCSPARSE_X_CUSPARSE_ALG3 concerns the operations with a CSR_ALG3 row (SpMM) */
     const int alg3_mode = alg3 != NULL ? tc_alg3_mode() : TC_ALG3_NEVER;
     tc_decision_take(d, cus);
     d->ra.kind = 0;
@@ -257,7 +254,8 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
         if (alg3_mode == TC_ALG3_ALWAYS && tc_alg3_allowed(c, alg3_mode)) {
             tc_decision_take(d, alg3);
             tc_str_join(d->reason, sizeof d->reason,
-                        "route forced to cuSPARSE, CSR_ALG3 forced (TCSPARSE_CUSPARSE_ALG3=1)", NULL);
+                        "route forced to cuSPARSE, CSR_ALG3 forced "
+                        "(TCSPARSE_X_CUSPARSE_ALG3=1)", NULL);
         }
         return TCSPARSE_STATUS_SUCCESS;
     }
@@ -269,7 +267,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     /* the walk over the table: which rows take this call (why: the first refusal) */
     const unsigned ok = tc_route_eligible(c, d->reason, sizeof d->reason);
     const int alg3_ok = alg3_mode != TC_ALG3_NEVER && alg3 != NULL && (ok & tc_route_bit(alg3));
-    /* the cuSPARSE row the route ends on: CSR_ALG3 where TCSPARSE_CUSPARSE_ALG3=1 forces it */
+    /* the cuSPARSE row the route ends on: CSR_ALG3 where TCSPARSE_X_CUSPARSE_ALG3=1 forces it */
     const tc_route_row *fallback = alg3_ok && alg3_mode == TC_ALG3_ALWAYS ? alg3 : cus;
     if (fallback != cus)
         tc_decision_take(d, fallback);
@@ -323,7 +321,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                              {0, 0, 0, 0}, 0};
     d->reason[0] = '\0';
     /* the automatic route measures the candidates on the executions, unless
-     * TCSPARSE_CUSPARSE_ALG3 pins the algorithm of the operation's CSR_ALG3 row */
+     * TCSPARSE_X_CUSPARSE_ALG3 pins the algorithm of the operation's CSR_ALG3 row */
     const int alg3_pinned = alg3 != NULL && alg3_mode != TC_ALG3_MODEL;
     if (route == TCSPARSE_ROUTE_AUTO && !alg3_pinned)
         d->ncand = tc_select_explore_candidates(&cfg, &r, tc_explore_factor(), d->cand, d->pred);

@@ -45,7 +45,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
 int tc_route_alg3_ok(const tc_route_call *c);
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void);
-/* TCSPARSE_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
+/* TCSPARSE_X_EXPLORE_FACTOR or TC_SEL_EXPLORE_FACTOR. */
 double tc_explore_factor(void);
 
 /* The reason text of a model decision. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "plan.h"
@@ -96,8 +97,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
  * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
 static int tc_select_measure(void)
 {
-    const char *e = getenv("TCSPARSE_SELECT");
-    return e != NULL && strcmp(e, "measure") == 0;
+    return tc_config_get()->select == TC_CFG_SELECT_MEASURE;
 }
 
 /* One SpMM call's arguments: what the measured mode at _preprocess times, and what the

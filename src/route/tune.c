@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure.h"
+#include "config.h"
 #include "tune.h"
 
 int tc_tune_enabled(void)
 {
-    const char *e = getenv("TCSPARSE_TUNE");
-    if (e != NULL && strcmp(e, "0") == 0)
+    if (!tc_config_get()->tune)
         return 0;
     return !tc_select_model_only();
 }

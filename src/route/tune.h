@@ -21,7 +21,7 @@ _Static_assert(TC_SPMM_MAX_VARIANTS * TC_TUNE_SAMPLES <= TC_EXPLORE_PAIRS &&
                    TC_SDDMM_MAX_VARIANTS <= 4,
                "plan.h's tc_explore holds the tuning's variants and samples");
 
-/* Off with TCSPARSE_TUNE=0 (the launcher's rule then decides every call) and with
+/* Off with TCSPARSE_X_TUNE=0 (the launcher's rule then decides every call) and with
  * TCSPARSE_SELECT=model (nothing measured on the executions). */
 int tc_tune_enabled(void);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "testutil.h"
 
 int tc_test_gpu_available(char *why, size_t n)
@@ -26,6 +27,7 @@ int tc_test_gpu_available(char *why, size_t n)
      * tuning and bitwise repeatability they assert.  tests/gpu/test_gpu_late.c tests it;
      * TCSPARSE_REORDER set by whoever runs the tests is kept. */
     setenv("TCSPARSE_REORDER", "off", 0);
+    tc_config_reload();
     return 1;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "gen.h"
 #include "metcf.h"
 #include "reorder.h"
@@ -580,10 +581,10 @@ Test(gpu_convert, shared_matrices, .timeout = 900)
 }
 
 /* The conversion's knobs, each in a process of its own (they are read once): the schedule on
- * the caller's stream (TCSPARSE_CONVERT_SIDE=0), long windows written without staging
- * (TCSPARSE_CONVERT_STAGE=0).  The arrays must not change.  A parameter is copied into the
+ * the caller's stream (TCSPARSE_X_CONVERT_SIDE=0), long windows written without staging
+ * (TCSPARSE_X_CONVERT_STAGE=0).  The arrays must not change.  A parameter is copied into the
  * test's process: an index, not a pointer. */
-static const char *const knob_vars[] = {"TCSPARSE_CONVERT_SIDE", "TCSPARSE_CONVERT_STAGE"};
+static const char *const knob_vars[] = {"TCSPARSE_X_CONVERT_SIDE", "TCSPARSE_X_CONVERT_STAGE"};
 
 typedef struct {
     int var;
@@ -600,6 +601,7 @@ ParameterizedTest(convert_knob *kp, gpu_convert, knobs)
     TC_REQUIRE_GPU();
     const char *var = knob_vars[kp->var];
     setenv(var, "0", 1);
+    tc_config_reload();
     static const char *specs[] = {"rmat:12:64", "uniform:70000:1000:20", "uniform:3000:262144:40",
                                   "uniform:1001:333:7"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

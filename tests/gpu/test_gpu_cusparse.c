@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -392,7 +393,7 @@ static int alg3_applies(const spmm_case *k)
            k->c == F32 && k->ordB == ROW && k->ordC == ROW;
 }
 
-/* With TCSPARSE_CUSPARSE_ALG3=1: the call ran as CSR_ALG3 where that applies (must, for
+/* With TCSPARSE_X_CUSPARSE_ALG3=1: the call ran as CSR_ALG3 where that applies (must, for
  * 32-bit indices and base 0; may fall back to ALG_DEFAULT, with the reason, elsewhere), and
  * as asked everywhere else. */
 static void expect_alg3(tcsparseHandle_t h, const spmm_case *k, const char *what)
@@ -440,7 +441,8 @@ ParameterizedTest(spmm_case *k, gpu_cusparse, spmm_alg3)
     for (size_t i = 0; i < sizeof spmm_alg3_cases / sizeof spmm_alg3_cases[0]; i++)
         if (memcmp(&spmm_alg3_cases[i], k, sizeof *k) == 0)
             id = (int)i;
-    setenv("TCSPARSE_CUSPARSE_ALG3", "1", 1);
+    setenv("TCSPARSE_X_CUSPARSE_ALG3", "1", 1);
+    tc_config_reload();
     spmm_run(k, id, 1);
 }
 
@@ -699,7 +701,8 @@ static void reverse_rows(tc_csr *A)
 Test(gpu_cusparse, alg3_workspaces_follow_the_structure)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_CUSPARSE_ALG3", "1", 1);
+    setenv("TCSPARSE_X_CUSPARSE_ALG3", "1", 1);
+    tc_config_reload();
     const int64_t M = 300, K = 211;
     const int widths[2] = {32, 96};
     tc_csr A;

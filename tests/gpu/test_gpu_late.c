@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -239,9 +240,10 @@ static int spmm_until_decided(tcsparseHandle_t h, spmm_t *c, int max, int *saw_t
 static void late_env(void)
 {
     unsetenv("TCSPARSE_REORDER"); /* the library's default: late */
-    unsetenv("TCSPARSE_REORDER_LATE_BFS"); /* round 1 by its rule: not on these small B */
+    unsetenv("TCSPARSE_X_REORDER_LATE_BFS"); /* round 1 by its rule: not on these small B */
     unsetenv("TCSPARSE_SELECT");
     unsetenv("TCSPARSE_ROUTE");
+    tc_config_reload();
 }
 
 /* The trial runs to a decision on each route; every call right; one plan left. */
@@ -417,6 +419,7 @@ Test(gpu_late, off_and_no_gain)
             cr_assert_eq(tcsparseSpMatSetReorder(s.A, TCSPARSE_REORDER_OFF), 0);
         else if (v == 2) {
             setenv("TCSPARSE_REORDER", "off", 1);
+            tc_config_reload();
             cr_assert_eq(tcsparseSpMatSetReorder(s.A, TCSPARSE_REORDER_LATE), 0);
         }
         spmm_t c;
@@ -441,6 +444,7 @@ Test(gpu_late, off_and_no_gain)
         spmm_free(&c);
         sp_free(&s);
         unsetenv("TCSPARSE_REORDER");
+        tc_config_reload();
     }
     tcsparseDestroy(h);
 }
@@ -492,6 +496,7 @@ Test(gpu_late, set_pointers_and_small_cache)
     char lim[32];
     snprintf(lim, sizeof lim, "%zu", info.bytes + 1); /* the ordered plan needs more than 1 */
     setenv("TCSPARSE_CACHE_BYTES", lim, 1);
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     for (int i = 0; i < 12; i++) {
         cr_assert_eq(spmm_launch(h, &c, 0, 1), 0);
@@ -502,6 +507,7 @@ Test(gpu_late, set_pointers_and_small_cache)
     cr_assert_eq(st.reorder_ordering, TCSPARSE_ORDERING_IDENTITY);
     cr_assert_eq(cached_plans(), 1);
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     spmm_free(&c);
     sp_free(&s);
@@ -838,24 +844,27 @@ Test(gpu_late, trial_moves_to_the_kind_that_comes)
 static void evict_every_plan(void)
 {
     setenv("TCSPARSE_CACHE_BYTES", "1", 1);
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     cr_assert_eq(cached_plans(), 0);
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
 }
 
-/* Round 1, forced (TCSPARSE_REORDER_LATE_BFS=1: whatever B's size; by the rule these small
+/* Round 1, forced (TCSPARSE_X_REORDER_LATE_BFS=1: whatever B's size; by the rule these small
  * B fit in L2 and round 1 is skipped, as every test above relies on): after first-col's round
  * the bfs plan is built on the host and timed against the plan round 0 kept.  Every call
  * right; one plan left; no ordering note once settled; after an eviction between the rounds
  * and after the end the plan kept is rebuilt in its ordering.  And with
- * TCSPARSE_REORDER_LATE_BFS=0 no round 1. */
+ * TCSPARSE_X_REORDER_LATE_BFS=0 no round 1. */
 Test(gpu_late, bfs_round)
 {
     TC_REQUIRE_GPU();
     late_env();
     for (int forced = 1; forced >= 0; forced--) {
-        setenv("TCSPARSE_REORDER_LATE_BFS", forced ? "1" : "0", 1);
+        setenv("TCSPARSE_X_REORDER_LATE_BFS", forced ? "1" : "0", 1);
+        tc_config_reload();
         tc_csr m;
         grouped(4093, 131, &m);
         sp_t s;
@@ -934,5 +943,6 @@ Test(gpu_late, bfs_round)
         sp_free(&s);
         tcsparseDestroy(h);
     }
-    unsetenv("TCSPARSE_REORDER_LATE_BFS");
+    unsetenv("TCSPARSE_X_REORDER_LATE_BFS");
+    tc_config_reload();
 }

@@ -2,7 +2,7 @@
 /* Misuse and failure paths that need a GPU (each test skips without one):
  *   - NULL and too-small external buffers: a status, never a write past the buffer, no
  *     sticky CUDA error, and the next correct call still works;
- *   - a plan whose device allocation fails (TCSPARSE_FAULT_PLAN_ALLOC) falls back to cuSPARSE
+ *   - a plan whose device allocation fails (TCSPARSE_X_FAULT_PLAN_ALLOC) falls back to cuSPARSE
  *     with the right result and the reason in tcsparseGetLastRoute, and leaves nothing behind;
  *   - TCSPARSE_CACHE_BYTES: least-recently-used eviction across descriptors, and a plan larger
  *     than the limit is not cached (cuSPARSE, with the reason);
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "internal.h"
@@ -338,7 +339,8 @@ Test(gpu_misuse, sddmm_buffer_smaller_than_buffer_size_is_refused)
 Test(gpu_misuse, plan_alloc_failure_falls_back_to_cusparse)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_FAULT_PLAN_ALLOC", "1", 1); /* the next plan build fails */
+    setenv("TCSPARSE_X_FAULT_PLAN_ALLOC", "1", 1); /* the next plan build fails */
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     problem p;
     problem_make(&p, 777, 7, 33, 13);
@@ -352,7 +354,7 @@ Test(gpu_misuse, plan_alloc_failure_falls_back_to_cusparse)
     tcsparseRouteInfo_t ri;
     TC_OK(tcsparseGetLastRoute(h, &ri));
     cr_assert_eq(ri.path, TCSPARSE_PATH_CUSPARSE, "took %s (%s)", ri.kernel, ri.reason);
-    cr_assert_not_null(strstr(ri.reason, "TCSPARSE_FAULT_PLAN_ALLOC"), "reason: %s", ri.reason);
+    cr_assert_not_null(strstr(ri.reason, "TCSPARSE_X_FAULT_PLAN_ALLOC"), "reason: %s", ri.reason);
     cr_assert_null(p.A->plan);
     tc_plan_cache_info info;
     tc_plan_cache_get_info(&info);
@@ -374,7 +376,8 @@ Test(gpu_misuse, plan_alloc_failure_falls_back_to_cusparse)
     problem_free(&p);
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.plans, 0, "destroy left the plan in the cache");
-    unsetenv("TCSPARSE_FAULT_PLAN_ALLOC");
+    unsetenv("TCSPARSE_X_FAULT_PLAN_ALLOC");
+    tc_config_reload();
 }
 
 /* ---- the byte limit --------------------------------------------------------------------- */
@@ -383,6 +386,7 @@ Test(gpu_misuse, cache_limit_evicts_least_recently_used)
 {
     TC_REQUIRE_GPU();
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     problem p[3];
     tcsparseHandle_t h;
@@ -404,6 +408,7 @@ Test(gpu_misuse, cache_limit_evicts_least_recently_used)
     char lim[32];
     snprintf(lim, sizeof lim, "%zu", sz[0] + sz[1] + sz[2] - 1);
     setenv("TCSPARSE_CACHE_BYTES", lim, 1);
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.plans, 2);
@@ -431,6 +436,7 @@ Test(gpu_misuse, cache_limit_evicts_least_recently_used)
     cr_assert_eq(info.bytes, 0);
     tcsparseDestroy(h);
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
 }
 
@@ -438,6 +444,7 @@ Test(gpu_misuse, plan_larger_than_limit_is_not_cached)
 {
     TC_REQUIRE_GPU();
     setenv("TCSPARSE_CACHE_BYTES", "4K", 1);
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     problem p;
     problem_make(&p, 3000, 8, 24, 31); /* ~51000 nonzeros: a plan of ~300 KB */
@@ -460,6 +467,7 @@ Test(gpu_misuse, plan_larger_than_limit_is_not_cached)
     cr_assert_not_null(strstr(tcsparseGetLastErrorMessage(), "TCSPARSE_CACHE_BYTES"));
     /* a raised limit lets the plan in */
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     TC_OK(spmm_buf(h, &p, TCSPARSE_SPMM_ALG_DEFAULT));
     cr_assert_not_null(p.A->plan);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -58,7 +59,7 @@ static double bound(const prec_t *p) { return p->t != CUDA_R_32F ? 2e-2 : p->tf3
 /* How a case sets reordering up: mode on the descriptor, candidates in the environment. */
 typedef struct {
     tcsparseReorder_t mode;
-    const char *only; /* TCSPARSE_REORDER_ORDERINGS, or NULL */
+    const char *only; /* TCSPARSE_X_REORDER_ORDERINGS, or NULL */
     const char *name;
     int by_descr;     /* `only` (first-col) set on the descriptor instead of the environment */
 } reorder_t;
@@ -66,9 +67,10 @@ typedef struct {
 static void apply_reorder(tcsparseSpMatDescr_t A, const reorder_t *r)
 {
     if (r->only && !r->by_descr)
-        setenv("TCSPARSE_REORDER_ORDERINGS", r->only, 1);
+        setenv("TCSPARSE_X_REORDER_ORDERINGS", r->only, 1);
     else
-        unsetenv("TCSPARSE_REORDER_ORDERINGS");
+        unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
     if (r->by_descr)
         cr_assert_eq(tcsparseSpMatSetReorderOrderings(A, 1u << TCSPARSE_ORDERING_FIRST_COL),
                      TCSPARSE_STATUS_SUCCESS);
@@ -172,7 +174,8 @@ static void spmm_case(const tc_csr *m, const prec_t *pr, int balanced, int N, fl
     tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
     cudaFree(dOff); cudaFree(dCol); cudaFree(dV); cudaFree(dB); cudaFree(dC);
     free(off); free(hv); free(hB); free(hC); free(av); free(b); free(c0); free(ref); free(out);
-    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
 }
 
 /* SDDMM on the pattern of m: C = alpha (A B) o spy(C) + beta C, A row-major M x K, B
@@ -244,7 +247,8 @@ static void sddmm_case(const tc_csr *m, const prec_t *pr, int balanced, int K, f
     tcsparseDestroySpMat(C); tcsparseDestroyDnMat(A); tcsparseDestroyDnMat(B); tcsparseDestroy(h);
     cudaFree(dOff); cudaFree(dCol); cudaFree(dC); cudaFree(dA); cudaFree(dB);
     free(off); free(hA); free(hB); free(hC); free(a); free(b); free(c0); free(ref); free(out);
-    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
 }
 
 static const reorder_t modes[] = {
@@ -332,9 +336,11 @@ Test(gpu_reorder, environment_forces_an_ordering)
     tc_csr m;
     awkward(&m, &seed);
     setenv("TCSPARSE_REORDER", "degree", 1);
+    tc_config_reload();
     const reorder_t env = {TCSPARSE_REORDER_DEFAULT, NULL, "env", 0};
     for (int bal = 0; bal < 2; bal++)
         spmm_case(&m, &precs[0], bal, 16, 0.0f, &env, &seed);
     unsetenv("TCSPARSE_REORDER");
+    tc_config_reload();
     tc_csr_free(&m);
 }

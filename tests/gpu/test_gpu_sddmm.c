@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -302,8 +303,8 @@ Test(gpu_sddmm, banded_and_blocks)
 Test(gpu_sddmm, wide_l1_rule)
 {
     TC_REQUIRE_GPU();
-    if (getenv("TCSPARSE_SDDMM_WIDE_L1") != NULL || getenv("TCSPARSE_SDDMM_PIPE") != NULL ||
-        getenv("TCSPARSE_SDDMM_PIPE_STAGES") != NULL)
+    if (getenv("TCSPARSE_X_SDDMM_WIDE_L1") != NULL || getenv("TCSPARSE_X_SDDMM_PIPE") != NULL ||
+        getenv("TCSPARSE_X_SDDMM_PIPE_STAGES") != NULL)
         cr_skip_test("a kernel knob is set in the environment");
     static const struct {
         const char *spec;
@@ -616,7 +617,8 @@ Test(gpu_sddmm, measured_on_calls)
     TC_REQUIRE_GPU();
     tc_csr m;
     gen_or_fail("uniform:1200:900:11", &m);
-    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
     const struct { cudaDataType t; int tf32; float beta; const char *name; } v[] = {
         {CUDA_R_32F, 0, 0.5f, "3xtf32 beta=0.5"}, {CUDA_R_32F, 1, 0.0f, "tf32 beta=0"},
         {CUDA_R_16F, 0, 0.0f, "f16 beta=0"}};
@@ -631,7 +633,8 @@ Test(gpu_sddmm, measured_on_calls)
         k.explore = 1;
         run_case(&m, &k, v[i].name, NULL);
     }
-    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
     tc_csr_free(&m);
 }
 
@@ -641,12 +644,12 @@ Test(gpu_sddmm, measured_on_calls)
  * and later calls one of them.  Every call is checked against the CPU reference (run_case),
  * and every call's output equals the first's bit for bit (the variants compute the same
  * products in the same order, and an SDDMM block never adds into another's output).
- * Nothing is measured at K <= 32, in 3xTF32 or with TCSPARSE_TUNE=0. */
+ * Nothing is measured at K <= 32, in 3xTF32 or with TCSPARSE_X_TUNE=0. */
 Test(gpu_sddmm, tune_kernels)
 {
     TC_REQUIRE_GPU();
-    static const char *const knobs[] = {"TCSPARSE_SDDMM_WIDE_L1", "TCSPARSE_SDDMM_PIPE",
-                                         "TCSPARSE_SDDMM_PIPE_STAGES", "TCSPARSE_TUNE",
+    static const char *const knobs[] = {"TCSPARSE_X_SDDMM_WIDE_L1", "TCSPARSE_X_SDDMM_PIPE",
+                                         "TCSPARSE_X_SDDMM_PIPE_STAGES", "TCSPARSE_X_TUNE",
                                          "TCSPARSE_SELECT"};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         if (getenv(knobs[i]) != NULL)
@@ -655,19 +658,20 @@ Test(gpu_sddmm, tune_kernels)
         int64_t K;
         int tf32, bal;
         int tuning, kernels; /* tuning calls and distinct kernels expected */
-        int off;             /* with TCSPARSE_TUNE=0 */
+        int off;             /* with TCSPARSE_X_TUNE=0 */
     } cases[] = {
         {128, 1, 0, 9, 3, 0}, {128, 1, 1, 9, 3, 0}, /* TF32, base and chunked (beta != 0) */
         {33, 1, 0, 9, 3, 0},                        /* a K tail */
         {32, 1, 0, 0, 1, 0},                        /* K <= 32: the launcher's choice only */
         {128, 0, 0, 0, 1, 0},                       /* 3xTF32 */
-        {128, 1, 0, 0, 1, 1},                       /* TCSPARSE_TUNE=0 */
+        {128, 1, 0, 0, 1, 1},                       /* TCSPARSE_X_TUNE=0 */
     };
     tc_csr m;
     gen_or_fail("uniform:3001:2999:9", &m);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (cases[c].off)
-            setenv("TCSPARSE_TUNE", "0", 1);
+            setenv("TCSPARSE_X_TUNE", "0", 1);
+        tc_config_reload();
         sddmm_case k = base_case(cases[c].K);
         k.tf32 = cases[c].tf32;
         k.route = cases[c].bal ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
@@ -676,9 +680,10 @@ Test(gpu_sddmm, tune_kernels)
         char label[160];
         snprintf(label, sizeof label, "K=%lld %s %s%s", (long long)cases[c].K,
                  cases[c].tf32 ? "tf32" : "3xtf32", cases[c].bal ? "balanced" : "base",
-                 cases[c].off ? " TCSPARSE_TUNE=0" : "");
+                 cases[c].off ? " TCSPARSE_X_TUNE=0" : "");
         run_case(&m, &k, label, NULL);
-        unsetenv("TCSPARSE_TUNE");
+        unsetenv("TCSPARSE_X_TUNE");
+        tc_config_reload();
         TC_ASSERT_TUNED(&call_log, cases[c].tuning, cases[c].kernels, 1, label);
     }
     tc_csr_free(&m);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -729,6 +730,7 @@ Test(gpu_spmm, measured_selection)
     tc_csr m;
     gen_or_fail("blocks:3000:16:400", &m);
     setenv("TCSPARSE_SELECT", "measure", 1);
+    tc_config_reload();
     for (int prec = 0; prec < 2; prec++) {
         spmm_case k = base_case(64);
         k.route = TCSPARSE_ROUTE_AUTO;
@@ -738,19 +740,21 @@ Test(gpu_spmm, measured_selection)
         run_case(&m, &k, prec ? "measured f16" : "measured f32");
     }
     unsetenv("TCSPARSE_SELECT");
+    tc_config_reload();
     tc_csr_free(&m);
 }
 
 /* The automatic route measures the candidate paths on the first executions of a kind of call
  * and keeps the fastest (src/route/route.c); every one of those executions must be as correct as
- * any other.  TCSPARSE_EXPLORE_FACTOR widens the candidates to every applicable path
+ * any other.  TCSPARSE_X_EXPLORE_FACTOR widens the candidates to every applicable path
  * (TC base, balanced, cuSPARSE, and CSR_ALG3 for FP32). */
 Test(gpu_spmm, measured_on_calls)
 {
     TC_REQUIRE_GPU();
     tc_csr m;
     gen_or_fail("uniform:1500:700:9", &m);
-    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
     const struct { cudaDataType t; int tf32; float beta; const char *name; } v[] = {
         {CUDA_R_32F, 0, 0.5f, "3xtf32 beta=0.5"}, {CUDA_R_32F, 1, 0.0f, "tf32 beta=0"},
         {CUDA_R_16F, 0, 0.0f, "f16 beta=0"}};
@@ -766,13 +770,15 @@ Test(gpu_spmm, measured_on_calls)
         run_case(&m, &k, v[i].name);
     }
     setenv("TCSPARSE_SELECT", "model", 1); /* the model alone: nothing measured */
+    tc_config_reload();
     spmm_case k = base_case(40);
     k.route = TCSPARSE_ROUTE_AUTO;
     k.repeat = 4;
     k.explore = -1;
     run_case(&m, &k, "model only");
     unsetenv("TCSPARSE_SELECT");
-    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
     tc_csr_free(&m);
 }
 
@@ -806,7 +812,8 @@ Test(gpu_spmm, measuring_then_capture)
     void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
     void *d_C = NULL;
     cr_assert_eq(cudaMalloc(&d_C, sizeof *hC * (size_t)(M * N)), cudaSuccess);
-    setenv("TCSPARSE_EXPLORE_FACTOR", "1e9", 1);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
     tcsparseHandle_t h;
     tcsparseSpMatDescr_t A;
     tcsparseDnMatDescr_t B, C;
@@ -863,7 +870,8 @@ Test(gpu_spmm, measuring_then_capture)
         tcsparseGetLastRoute(h, &ri);
     } while (strncmp(ri.reason, "measured on", 11) != 0 && ++calls < 20);
     cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "did not settle: %s", ri.reason);
-    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
@@ -874,12 +882,10 @@ Test(gpu_spmm, measuring_then_capture)
 }
 
 /* The kernel forms the launcher only takes when a tuning knob asks (docs/performance.md,
- * "Kernel tuning knobs"): the thread-block kernel (TCSPARSE_SPMM_PIPE=0, alone and with FP32
- * J = 8), the pipelined ring at 4, 6 and 8 slots (TCSPARSE_SPMM_PIPE_STAGES) and FP32 J = 8
- * (TCSPARSE_SPMM_J=8).  The launcher reads them once per process: Criterion runs each
- * parameter in a process of its own, so each gets its knob, and the kernel's name proves
- * it ran.  (In one process, as under the in-process stand-in for the sanitizer runs, only the
- * results are checked.) */
+ * "Kernel tuning knobs"): the thread-block kernel (TCSPARSE_X_SPMM_PIPE=0, alone and with FP32
+ * J = 8), the pipelined ring at 4, 6 and 8 slots (TCSPARSE_X_SPMM_PIPE_STAGES) and FP32 J = 8
+ * (TCSPARSE_X_SPMM_J=8).  The test sets the knobs and reads the configuration again
+ * (tc_config_reload); the kernel's name proves the form ran. */
 typedef struct {
     const char *var[2], *val[2];
     const char *expect;  /* in the kernel's name (NULL: see reject) */
@@ -888,14 +894,14 @@ typedef struct {
 } knob_set;
 
 static const knob_set knob_sets[] = {
-    {{"TCSPARSE_SPMM_PIPE", NULL}, {"0", NULL}, NULL, "_pipe", 0},
-    {{"TCSPARSE_SPMM_PIPE", "TCSPARSE_SPMM_J"}, {"0", "8"}, "_j8", "_pipe", 1},
-    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"4", NULL}, "_pipe", "_pipe6", 0},
-    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"6", NULL}, "_pipe6", NULL, 0},
-    {{"TCSPARSE_SPMM_PIPE_STAGES", NULL}, {"8", NULL}, "_pipe8", NULL, 0},
-    {{"TCSPARSE_SPMM_J", NULL}, {"8", NULL}, "_j8_pipe", NULL, 1},
-    {{"TCSPARSE_SPMM_WIDE_L1", NULL}, {"1", NULL}, "_j4_pipe_l1", NULL, 2},
-    {{"TCSPARSE_SPMM_WIDE_L1", NULL}, {"0", NULL}, "_pipe", "_l1", 0},
+    {{"TCSPARSE_X_SPMM_PIPE", NULL}, {"0", NULL}, NULL, "_pipe", 0},
+    {{"TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_J"}, {"0", "8"}, "_j8", "_pipe", 1},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"4", NULL}, "_pipe", "_pipe6", 0},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"6", NULL}, "_pipe6", NULL, 0},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"8", NULL}, "_pipe8", NULL, 0},
+    {{"TCSPARSE_X_SPMM_J", NULL}, {"8", NULL}, "_j8_pipe", NULL, 1},
+    {{"TCSPARSE_X_SPMM_WIDE_L1", NULL}, {"1", NULL}, "_j4_pipe_l1", NULL, 2},
+    {{"TCSPARSE_X_SPMM_WIDE_L1", NULL}, {"0", NULL}, "_pipe", "_l1", 0},
 };
 
 /* a parameter is copied into the test's process: an index, not pointers */
@@ -918,6 +924,7 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
     for (int v = 0; v < 2; v++)
         if (kc->var[v] != NULL)
             setenv(kc->var[v], kc->val[v], 1);
+    tc_config_reload();
     const prec_t precs[] = {all_precs[0], all_precs[1], all_precs[2], all_precs[5]};
     const char *specs[2] = {"rmat:9:8", "uniform:1001:777:5"};
     const int ns[2] = {7, 100};
@@ -939,13 +946,7 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
                         continue;
                     const int ok = (kc->expect == NULL || strstr(last_kernel, kc->expect) != NULL) &&
                                    (kc->reject == NULL || strstr(last_kernel, kc->reject) == NULL);
-#ifdef TC_SHIM_CRITERION_H
-                    if (!ok)
-                        cr_log_info("%s: ran %s (the knob is read once per process)", label,
-                                    last_kernel);
-#else
                     cr_assert(ok, "%s: ran %s", label, last_kernel);
-#endif
                 }
         tc_csr_free(&m);
     }
@@ -959,8 +960,8 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
 Test(gpu_spmm, wide_l1_rule)
 {
     TC_REQUIRE_GPU();
-    if (getenv("TCSPARSE_SPMM_WIDE_L1") != NULL || getenv("TCSPARSE_SPMM_J") != NULL ||
-        getenv("TCSPARSE_SPMM_PIPE") != NULL || getenv("TCSPARSE_SPMM_PIPE_STAGES") != NULL)
+    if (getenv("TCSPARSE_X_SPMM_WIDE_L1") != NULL || getenv("TCSPARSE_X_SPMM_J") != NULL ||
+        getenv("TCSPARSE_X_SPMM_PIPE") != NULL || getenv("TCSPARSE_X_SPMM_PIPE_STAGES") != NULL)
         cr_skip_test("a kernel knob is set in the environment");
     static const struct {
         const char *spec;
@@ -995,19 +996,20 @@ Test(gpu_spmm, wide_l1_rule)
  * J = 4 and 8) and later calls run one of them.  Every call is checked against the CPU
  * reference (run_case), and on the base kernel, which adds in a fixed order, every call's
  * output equals the first's bit for bit: the variants differ in tiling and caching only.
- * Nothing is measured at N <= 32, for 16-bit inputs, or with TCSPARSE_TUNE=0. */
+ * Nothing is measured at N <= 32, for 16-bit inputs, or with TCSPARSE_X_TUNE=0. */
 Test(gpu_spmm, tune_kernels)
 {
     TC_REQUIRE_GPU();
-    static const char *const knobs[] = {"TCSPARSE_SPMM_WIDE_L1", "TCSPARSE_SPMM_J", "TCSPARSE_SPMM_PIPE",
-                                         "TCSPARSE_SPMM_PIPE_STAGES", "TCSPARSE_TUNE", "TCSPARSE_SELECT"};
+    static const char *const knobs[] = {"TCSPARSE_X_SPMM_WIDE_L1", "TCSPARSE_X_SPMM_J",
+                                         "TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_PIPE_STAGES",
+                                         "TCSPARSE_X_TUNE", "TCSPARSE_SELECT"};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         if (getenv(knobs[i]) != NULL)
             cr_skip_test("%s is set in the environment", knobs[i]);
     static const struct {
         int N, prec, bal; /* prec: index in all_precs */
         int tuning, kernels; /* tuning calls and distinct kernels expected */
-        int off;             /* with TCSPARSE_TUNE=0 */
+        int off;             /* with TCSPARSE_X_TUNE=0 */
     } cases[] = {
         {100, 1, 0, 9, 3, 0}, /* TF32, base */
         {100, 1, 1, 9, 3, 0}, /* TF32, balanced (beta != 0: the scaling pass) */
@@ -1016,21 +1018,23 @@ Test(gpu_spmm, tune_kernels)
         {100, 0, 1, 6, 2, 0},
         {32, 1, 0, 0, 1, 0},  /* one warp a thread block: the launcher's choice only */
         {100, 2, 0, 0, 1, 0}, /* FP16 */
-        {100, 1, 0, 0, 1, 1}, /* TCSPARSE_TUNE=0 */
+        {100, 1, 0, 0, 1, 1}, /* TCSPARSE_X_TUNE=0 */
     };
     tc_csr m;
     gen_or_fail("uniform:3001:2999:9", &m);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (cases[c].off)
-            setenv("TCSPARSE_TUNE", "0", 1);
+            setenv("TCSPARSE_X_TUNE", "0", 1);
+        tc_config_reload();
         spmm_case k = prec_case(cases[c].N, &all_precs[cases[c].prec], cases[c].bal, (int)c);
         k.beta = cases[c].bal ? 0.75f : 0.0f;
         k.repeat = 13;
         char label[160];
         snprintf(label, sizeof label, "N=%d %s %s%s", cases[c].N, all_precs[cases[c].prec].n,
-                 cases[c].bal ? "balanced" : "base", cases[c].off ? " TCSPARSE_TUNE=0" : "");
+                 cases[c].bal ? "balanced" : "base", cases[c].off ? " TCSPARSE_X_TUNE=0" : "");
         run_case(&m, &k, label);
-        unsetenv("TCSPARSE_TUNE");
+        unsetenv("TCSPARSE_X_TUNE");
+        tc_config_reload();
         /* the balanced kernel's atomic additions make its last bits run-dependent */
         TC_ASSERT_TUNED(&call_log, cases[c].tuning, cases[c].kernels, !cases[c].bal, label);
     }
@@ -1044,13 +1048,15 @@ Test(gpu_spmm, tune_kernels)
 Test(gpu_spmm, tune_after_route_switch)
 {
     TC_REQUIRE_GPU();
-    static const char *const knobs[] = {"TCSPARSE_SPMM_WIDE_L1", "TCSPARSE_SPMM_J", "TCSPARSE_SPMM_PIPE",
-                                         "TCSPARSE_SPMM_PIPE_STAGES", "TCSPARSE_TUNE", "TCSPARSE_SELECT",
+    static const char *const knobs[] = {"TCSPARSE_X_SPMM_WIDE_L1", "TCSPARSE_X_SPMM_J",
+                                         "TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_PIPE_STAGES",
+                                         "TCSPARSE_X_TUNE", "TCSPARSE_SELECT",
                                          "TCSPARSE_ROUTE"};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         if (getenv(knobs[i]) != NULL)
             cr_skip_test("%s is set in the environment", knobs[i]);
-    setenv("TCSPARSE_EXPLORE_FACTOR", "1000", 1); /* every path a candidate: the route measures */
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1000", 1); /* every path a candidate: the route measures */
+    tc_config_reload();
     tc_csr m;
     gen_or_fail("uniform:3001:2999:9", &m);
     const int64_t M = m.rows, K = m.cols, N = 100;
@@ -1103,5 +1109,6 @@ Test(gpu_spmm, tune_after_route_switch)
     cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C); cudaFree(buf);
     free(off); free(val); free(hb);
     tc_csr_free(&m);
-    unsetenv("TCSPARSE_EXPLORE_FACTOR");
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "internal.h"
@@ -242,6 +243,7 @@ static void stress(const char *cache_bytes)
         setenv("TCSPARSE_CACHE_BYTES", cache_bytes, 1);
     else
         unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     for (int k = 0; k < MATS; k++)
         mat_make(&mats[k], k);
@@ -290,6 +292,7 @@ Test(gpu_stress, shared_descriptors_evicting_cache)
     TC_REQUIRE_GPU();
     /* first the plans' sizes, then a limit that holds about two of them */
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     tcsparseHandle_t h;
     cr_assert_eq(tcsparseCreate(&h), 0);
@@ -316,4 +319,5 @@ Test(gpu_stress, shared_descriptors_evicting_cache)
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.plans, 0);
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cusparse.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "internal.h"
@@ -126,6 +127,7 @@ Test(errors, message_cleared_after_success)
 Test(handle, defaults)
 {
     unsetenv("TCSPARSE_MATH");
+    tc_config_reload();
     tcsparseHandle_t h;
     EXPECT_OK(tcsparseCreate(&h));
     cudaStream_t s = (cudaStream_t)(uintptr_t)1;
@@ -156,6 +158,7 @@ Test(handle, math_from_environment)
                                  TCSPARSE_MATH_DEFAULT};
     for (int i = 0; i < 4; i++) {
         setenv("TCSPARSE_MATH", vals_env[i], 1);
+        tc_config_reload();
         tcsparseHandle_t h;
         tcsparseMathMode_t m;
         EXPECT_OK(tcsparseCreate(&h));

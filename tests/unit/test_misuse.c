@@ -3,13 +3,14 @@
  * these are defined behaviour even under AddressSanitizer), objects of the wrong kind, type
  * and index-type mismatches, the threading rules (thread-local messages, a handle handed from
  * thread to thread, descriptors shared by threads with their own handles), and the plan
- * cache's configuration (TCSPARSE_CACHE_BYTES, TCSPARSE_FAULT_PLAN_ALLOC). */
+ * cache's configuration (TCSPARSE_CACHE_BYTES, TCSPARSE_X_FAULT_PLAN_ALLOC). */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "internal.h"
@@ -483,20 +484,24 @@ Test(plan_cache, limit_from_environment)
 {
     tc_plan_cache_info info;
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.limit, SIZE_MAX, "unset must mean unlimited");
     cr_assert_eq(info.plans, 0);
     cr_assert_eq(info.bytes, 0);
     setenv("TCSPARSE_CACHE_BYTES", "64M", 1);
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.limit, (size_t)64 << 20);
     setenv("TCSPARSE_CACHE_BYTES", "lots", 1); /* refused with a message: unlimited */
+    tc_config_reload();
     tc_plan_cache_reconfigure();
     tc_plan_cache_get_info(&info);
     cr_assert_eq(info.limit, SIZE_MAX);
     unsetenv("TCSPARSE_CACHE_BYTES");
+    tc_config_reload();
     tc_plan_cache_reconfigure();
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -271,33 +272,43 @@ Test(reorder, mode_from_environment_and_descriptor)
 {
     unsigned mask;
     unsetenv("TCSPARSE_REORDER");
-    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_LATE); /* the default */
     setenv("TCSPARSE_REORDER", "late", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_LATE);
     setenv("TCSPARSE_REORDER", "0", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_OFF);
     setenv("TCSPARSE_REORDER", "off", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_OFF);
     setenv("TCSPARSE_REORDER", "1", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_AUTO);
     cr_assert_eq(mask, TC_ORD_ALL_CANDIDATES);
     setenv("TCSPARSE_REORDER", "always", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
     setenv("TCSPARSE_REORDER", "minhash", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
     cr_assert_eq(mask, 1u << TC_ORD_MINHASH);
     setenv("TCSPARSE_REORDER", "1", 1);
-    setenv("TCSPARSE_REORDER_ORDERINGS", "degree,cluster", 1);
+    setenv("TCSPARSE_X_REORDER_ORDERINGS", "degree,cluster", 1);
+    tc_config_reload();
     tc_reorder_mode(NULL, &mask);
     cr_assert_eq(mask, (1u << TC_ORD_DEGREE) | (1u << TC_ORD_CLUSTER));
     /* one ordering named by TCSPARSE_REORDER wins over a list that leaves it out */
     setenv("TCSPARSE_REORDER", "degree", 1);
-    setenv("TCSPARSE_REORDER_ORDERINGS", "cluster", 1);
+    setenv("TCSPARSE_X_REORDER_ORDERINGS", "cluster", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(NULL, &mask), TCSPARSE_REORDER_ALWAYS);
     cr_assert_eq(mask, 1u << TC_ORD_DEGREE);
     setenv("TCSPARSE_REORDER", "1", 1);
-    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
 
     static int32_t off[3] = {0, 1, 2}, col[2] = {0, 1};
     static float val[2] = {1, 2};
@@ -323,11 +334,12 @@ Test(reorder, mode_from_environment_and_descriptor)
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_ALWAYS), 0);
     cr_assert_eq(tc_reorder_mode(d, NULL), TCSPARSE_REORDER_ALWAYS);
 
-    /* the descriptor's list of orderings: 0 leaves it to TCSPARSE_REORDER_ORDERINGS */
+    /* the descriptor's list of orderings: 0 leaves it to TCSPARSE_X_REORDER_ORDERINGS */
     unsigned o = 99;
     cr_assert_eq(tcsparseSpMatGetReorderOrderings(d, &o), 0);
     cr_assert_eq(o, 0u);
-    setenv("TCSPARSE_REORDER_ORDERINGS", "degree,cluster", 1);
+    setenv("TCSPARSE_X_REORDER_ORDERINGS", "degree,cluster", 1);
+    tc_config_reload();
     tc_reorder_mode(d, &mask);
     cr_assert_eq(mask, (1u << TC_ORD_DEGREE) | (1u << TC_ORD_CLUSTER));
     const unsigned fc = 1u << TCSPARSE_ORDERING_FIRST_COL;
@@ -357,10 +369,12 @@ Test(reorder, mode_from_environment_and_descriptor)
     /* an ordering named by TCSPARSE_REORDER forces itself on a descriptor left at DEFAULT */
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_DEFAULT), 0);
     setenv("TCSPARSE_REORDER", "minhash", 1);
+    tc_config_reload();
     cr_assert_eq(tc_reorder_mode(d, &mask), TCSPARSE_REORDER_ALWAYS);
     cr_assert_eq(mask, 1u << TC_ORD_MINHASH);
     setenv("TCSPARSE_REORDER", "1", 1);
-    unsetenv("TCSPARSE_REORDER_ORDERINGS");
+    unsetenv("TCSPARSE_X_REORDER_ORDERINGS");
+    tc_config_reload();
     cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, 0), 0);
     tc_reorder_mode(d, &mask);
     cr_assert_eq(mask, TC_ORD_ALL_CANDIDATES);
@@ -369,6 +383,7 @@ Test(reorder, mode_from_environment_and_descriptor)
     cr_assert_eq(tcsparseSpMatSetReorder(d, TCSPARSE_REORDER_AUTO), TCSPARSE_STATUS_INVALID_VALUE);
     cr_assert_eq(tcsparseSpMatSetReorderOrderings(d, fc), TCSPARSE_STATUS_INVALID_VALUE);
     unsetenv("TCSPARSE_REORDER");
+    tc_config_reload();
 }
 
 /* A matrix far wider than its nonzeros (columns spread up to 1.5e9): the choice counts blocks

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "error.h"
 #include "route.h"
 #include "select.h"
@@ -307,6 +308,7 @@ Test(route_reason, spmm_and_sddmm_texts)
 Test(route_reason, formatted_when_read_and_replaced_by_the_next_decision)
 {
     unsetenv("TCSPARSE_LOG");
+    tc_config_reload();
     tcsparseHandle_t h;
     cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
     tc_decision d;
@@ -348,6 +350,7 @@ Test(route_reason, formatted_when_read_and_replaced_by_the_next_decision)
 Test(route_reason, logged_decisions_are_formatted_at_once, .init = cr_redirect_stderr)
 {
     setenv("TCSPARSE_LOG", "1", 1);
+    tc_config_reload();
     tcsparseHandle_t h;
     cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
     tc_decision d;
@@ -357,6 +360,7 @@ Test(route_reason, logged_decisions_are_formatted_at_once, .init = cr_redirect_s
     d.ra = sample_reason(1);
     tc_route_record(h, &d);
     unsetenv("TCSPARSE_LOG");
+    tc_config_reload();
     fflush(stderr);
     cr_expect_stderr_eq_str("tcsparse: cusparse -> cusparseSpMM (auto; model: TC base 12.5 us, "
                             "cuSPARSE 20.3 us; schedule base/balanced 1.04 (<= 1.10), 8/7 "

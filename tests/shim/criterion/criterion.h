@@ -204,11 +204,13 @@ static int tc_shim_selected(const tc_shim_test *t, int argc, char **argv, int fi
 }
 
 /* The TCSPARSE_* variables a test sets stay its own: they are put back after each test (a
- * failed assertion skips the test's own unsetenv). */
+ * failed assertion skips the test's own unsetenv), and the library reads them again
+ * (tc_config_reload, src/config.h; weak: a program without the library has none). */
 extern char **environ;
 /* POSIX; declared here because a test source may not ask for POSIX definitions */
 int setenv(const char *name, const char *value, int overwrite);
 int unsetenv(const char *name);
+extern void tc_config_reload(void) __attribute__((weak));
 typedef struct {
     char **saved;
     size_t n;
@@ -253,6 +255,8 @@ static void tc_shim_env_restore(tc_shim_env *e)
         free(e->saved[i]);
     }
     free(e->saved);
+    if (tc_config_reload != NULL)
+        tc_config_reload();
 }
 
 static void tc_shim_run_one(const tc_shim_test *t)
