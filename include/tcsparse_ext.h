@@ -122,7 +122,7 @@ tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
  *  tcsparseSpMM_preprocess instead (into a scratch copy of C).  On any route, the first
  *  tensor-core executions of a kind of FP32 SpMM call with N > 32 (and of plain TF32 SDDMM
  *  call with K > 32) also measure the kernel variants (6-9 calls, the reason then ends in
- *  "; tuning: ..."), and later calls run the fastest; TCSPARSE_TUNE=0 turns that off. */
+ *  "; tuning: ..."), and later calls run the fastest; TCSPARSE_X_TUNE=0 turns that off. */
 tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route);
 tcsparseStatus_t tcsparseGetRoute(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /** The decision taken by the last SpMM/SDDMM execution (or preprocess) on this handle.  The
@@ -153,14 +153,14 @@ typedef enum {
      *  forced). */
     TCSPARSE_REORDER_DEFAULT = 0,
     TCSPARSE_REORDER_OFF = 1,
-    /** Keep the best ordering when it needs at least TCSPARSE_REORDER_MIN_GAIN percent
+    /** Keep the best ordering when it needs at least TCSPARSE_X_REORDER_MIN_GAIN percent
      *  (default 10) fewer 16x8 blocks than the caller's order. */
     TCSPARSE_REORDER_AUTO = 2,
     /** Keep the best ordering other than the caller's, whatever it gains (measurements). */
     TCSPARSE_REORDER_ALWAYS = 3,
     /** The plan is built in the caller's order; once a kind of call has settled on tensor
      *  cores, one call builds the first-col ordering on the GPU (CSR only), and when it has
-     *  2% fewer blocks (TCSPARSE_REORDER_MIN_GAIN percent when that is set) the next calls
+     *  2% fewer blocks (TCSPARSE_X_REORDER_MIN_GAIN percent when that is set) the next calls
      *  of that kind time both plans (CUDA events, no synchronisation) and keep the faster
      *  (docs/reorder.md, "Late ordering").  The first call's build is not lengthened; the
      *  later one costs a few calls' time, once.  Off under TCSPARSE_SELECT=model. */
@@ -186,7 +186,7 @@ tcsparseStatus_t tcsparseSpMatGetReorder(tcsparseConstSpMatDescr_t spMatDescr,
                                          tcsparseReorder_t *mode);
 /** The orderings the descriptor's plan chooses from with AUTO or ALWAYS: a bit mask, bit k for
  *  tcsparseOrdering_t k (CLUSTER .. BFS); 0, the default, leaves it to the environment
- *  variable TCSPARSE_REORDER_ORDERINGS (default: all five).  First-col alone
+ *  variable TCSPARSE_X_REORDER_ORDERINGS (default: all five).  First-col alone
  *  (1u << TCSPARSE_ORDERING_FIRST_COL) on a CSR matrix is ordered on the GPU inside the plan
  *  build (milliseconds); the others on the host (seconds on 10M
  *  nonzeros).  An ordering named by TCSPARSE_REORDER still wins for a descriptor left at

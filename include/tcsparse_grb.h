@@ -19,7 +19,7 @@
  * The operands are read without copying where GraphBLAS allows it (GxB_Matrix_unpack_* and
  * GxB_Matrix_pack_* around the upload); they are restored before tcsparse_GrB_mxm returns,
  * on error paths too.  While a call runs, its input matrices must not be used by another
- * thread (set TCSPARSE_GRB_NOUNPACK=1 to read private copies instead).
+ * thread (set TCSPARSE_X_GRB_NOUNPACK=1 to read private copies instead).
  *
  * libtcsparse_grb_preload.so exports GrB_mxm itself: run an unmodified GraphBLAS program
  * with LD_PRELOAD naming it.  docs/graphblas.md has the details.
@@ -92,6 +92,11 @@ typedef struct {
 
 void tcsparse_GrB_get_stats(tcsparse_GrB_stats_t *stats);
 void tcsparse_GrB_reset_stats(void);
+/** Reads the environment again (TCSPARSE_GRB, TCSPARSE_LOG, TCSPARSE_ROUTE and the
+ *  TCSPARSE_X_GRB_* knobs of docs/configuration.md): the adapter reads it once per process,
+ *  so a program that changes a variable between calls (a benchmark comparing settings)
+ *  calls this after the change. */
+void tcsparse_GrB_reload_config(void);
 
 #ifdef __cplusplus
 }

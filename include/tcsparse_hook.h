@@ -94,6 +94,19 @@ typedef struct {
  * NULL. */
 tcsparseStatus_t tc_hook_set_cusparse(const tc_cusparse_entry_points *real);
 
+/* The interposer's settings, read by the core's configuration module (docs/configuration.md)
+ * once per process, so that no environment variable is read anywhere else. */
+typedef struct {
+    int passthrough;    /* TCSPARSE_ROUTE=cusparse: every call goes to the real cuSPARSE */
+    int log;            /* TCSPARSE_LOG: one line per intercepted call */
+    int keep;           /* TCSPARSE_X_PRELOAD_KEEP: plans of destroyed descriptors kept */
+    int convert_after;  /* TCSPARSE_X_PRELOAD_CONVERT_AFTER: executions before a conversion */
+    int trust_pointers; /* TCSPARSE_X_PRELOAD_TRUST_POINTERS: adopt a kept plan unchecked */
+} tc_hook_settings;
+
+/* Fills *settings (INVALID_VALUE when it is NULL). */
+tcsparseStatus_t tc_hook_get_settings(tc_hook_settings *settings);
+
 #ifdef __cplusplus
 }
 #endif

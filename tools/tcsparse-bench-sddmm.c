@@ -360,8 +360,8 @@ static const tc_bench_tool tool = {
         "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
         "               the same pattern on a plan with reordered rows (always: the best\n"
         "               ordering by block count, the default here; auto: only with a gain\n"
-        "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10; candidates from\n"
-        "               TCSPARSE_REORDER_ORDERINGS); the header line and CSV add the\n"
+        "               of TCSPARSE_X_REORDER_MIN_GAIN percent, default 10; candidates from\n"
+        "               TCSPARSE_X_REORDER_ORDERINGS); the header line and CSV add the\n"
         "               ordering, reorder ms and nnz/block after\n",
     .bench_one = bench_one,
 };

@@ -375,7 +375,7 @@ static const tc_bench_tool tool = {
         "  --reorder[=always|auto]  also time tc-base-reordered and tc-balanced-reordered:\n"
         "               the same matrix on a plan with reordered rows (always: the best\n"
         "               ordering by block count, the default here; auto: only with a gain\n"
-        "               of TCSPARSE_REORDER_MIN_GAIN percent, default 10); the header line\n"
+        "               of TCSPARSE_X_REORDER_MIN_GAIN percent, default 10); the header line\n"
         "               and CSV add the ordering, reorder ms and nnz/block after\n",
     .bench_one = bench_one,
 };

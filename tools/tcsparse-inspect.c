@@ -29,8 +29,8 @@ static void usage(FILE *f)
           "  --csv    one CSV line per input (after a header line)\n"
           "  --reorder  instead: mean nonzeros per 16x8 block and host time of every row\n"
           "           ordering (identity, cluster, first-col, degree, minhash, bfs) and the one\n"
-          "           the plan would keep (TCSPARSE_REORDER_THREADS threads, default all\n"
-          "           CPUs; TCSPARSE_REORDER_MIN_GAIN percent, default 10)\n"
+          "           the plan would keep (TCSPARSE_X_REORDER_THREADS threads, default all\n"
+          "           CPUs; TCSPARSE_X_REORDER_MIN_GAIN percent, default 10)\n"
           "  --routes the route table instead: every row an SpMM or SDDMM call may take, in\n"
           "           order (operation, path, kernel form, name, kernel, eligibility)\n"
           "  --help   this text\n"
@@ -147,9 +147,7 @@ static int inspect_reorder(const char *input, int csv)
         return 1;
     }
     tc_rcsr a = {m.rows, m.cols, m.nnz, m.row_off, m.col};
-    const char *g = getenv("TCSPARSE_REORDER_MIN_GAIN");
-    double gain = g != NULL && g[0] != '\0' ? atof(g) / 100.0 : 0.10;
-    tc_reorder_opts o = {TC_ORD_ALL_CANDIDATES, gain, tc_reorder_threads()};
+    tc_reorder_opts o = {TC_ORD_ALL_CANDIDATES, tc_reorder_min_gain(), tc_reorder_threads()};
     tc_reorder_result res;
     int32_t *order = malloc(sizeof *order * (size_t)(m.rows + 1));
     int rc = order == NULL || tc_reorder_choose(&a, &o, order, &res) != 0;
@@ -259,7 +257,7 @@ static void print_routes(int csv)
                "takes the row of its path; tc takes the tensor-core row the model prefers.  The\n"
                "automatic route lets the model choose among the eligible rows and the first\n"
                "executions of a kind of call measure its candidates.  A call the tensor-core rows\n"
-               "refuse takes the cuSPARSE rows; TCSPARSE_CUSPARSE_ALG3=0 never takes CSR_ALG3, =1\n"
+               "refuse takes the cuSPARSE rows; TCSPARSE_X_CUSPARSE_ALG3=0 never takes CSR_ALG3, =1\n"
                "takes it wherever it is eligible.\n");
     fflush(stdout);
 }

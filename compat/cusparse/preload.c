@@ -27,13 +27,13 @@
  *    call on stderr.
  *
  * Plans of destroyed descriptors: programs such as PyTorch create a descriptor per call.  A
- * destroyed descriptor's shadow, when it has a plan, is kept (TCSPARSE_PRELOAD_KEEP of them,
+ * destroyed descriptor's shadow, when it has a plan, is kept (TCSPARSE_X_PRELOAD_KEEP of them,
  * default 8, least recently used dropped) with a fingerprint of its structure arrays taken
  * when the plan was built.  A new descriptor over the same arrays (same pointers, sizes,
  * types) takes it over to decide; before the tensor cores run on it, the arrays' fingerprint
- * now is compared (tc_shim_verify: one synchronisation; TCSPARSE_PRELOAD_TRUST_POINTERS=1 skips
+ * now is compared (tc_shim_verify: one synchronisation; TCSPARSE_X_PRELOAD_TRUST_POINTERS=1 skips
  * it).  Matrices used once: with the automatic route a structure is converted only from its
- * TCSPARSE_PRELOAD_CONVERT_AFTER-th execution (default 2); before that cuSPARSE runs it. */
+ * TCSPARSE_X_PRELOAD_CONVERT_AFTER-th execution (default 2); before that cuSPARSE runs it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include "shim.h"
 
 tc_shim_real_fns tc_shim_real;
-tc_shim_settings tc_shim = {.keep = 8, .convert_after = 2};
+tc_shim_settings tc_shim; /* filled by tc_shim_init from the core's configuration */
 __thread int tc_shim_depth;
 __thread cusparseStatus_t tc_shim_real_status;
 
@@ -26,17 +26,6 @@ static void *tc_find(const char *name)
     if (f == NULL)
         f = dlsym(RTLD_NEXT, name);
     return f;
-}
-
-/* An integer setting in [lo, hi]; `dflt` when unset, empty or not such a number. */
-static int tc_env_int(const char *name, int dflt, long lo, long hi)
-{
-    const char *e = getenv(name);
-    if (e == NULL || e[0] == '\0')
-        return dflt;
-    char *end;
-    long v = strtol(e, &end, 10);
-    return *end == '\0' && v >= lo && v <= hi ? (int)v : dflt;
 }
 
 static void tc_shim_init(void)
@@ -72,15 +61,13 @@ static void tc_shim_init(void)
         };
         (void)tc_hook_set_cusparse(&real); /* all six are non-NULL: it cannot refuse */
     }
-    const char *e = getenv("TCSPARSE_ROUTE");
-    tc_shim.passthrough = e != NULL && strcmp(e, "cusparse") == 0;
-    e = getenv("TCSPARSE_LOG");
-    tc_shim.log = e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
-    tc_shim.keep = tc_env_int("TCSPARSE_PRELOAD_KEEP", tc_shim.keep, 0, 1024);
-    tc_shim.convert_after =
-        tc_env_int("TCSPARSE_PRELOAD_CONVERT_AFTER", tc_shim.convert_after, 1, 1000000);
-    e = getenv("TCSPARSE_PRELOAD_TRUST_POINTERS");
-    tc_shim.trust = e != NULL && strcmp(e, "1") == 0;
+    tc_hook_settings set;
+    (void)tc_hook_get_settings(&set); /* a non-NULL argument: it cannot refuse */
+    tc_shim.passthrough = set.passthrough;
+    tc_shim.log = set.log;
+    tc_shim.keep = set.keep;
+    tc_shim.convert_after = set.convert_after;
+    tc_shim.trust = set.trust_pointers;
     if (!tc_shim.ready)
         fprintf(stderr, "tcsparse-preload: some real cuSPARSE functions were not found: the "
                         "others are forwarded, no call is routed, and a missing one fails "

@@ -2,7 +2,7 @@
  * cuSPARSE handle; the shadow tcsparse descriptor mirroring each caller's sparse descriptor
  * (it carries the tensor-core plan); the shadows kept from destroyed descriptors, with a
  * fingerprint of their structure, for a new descriptor over the same arrays; the structures
- * executed without a plan (TCSPARSE_PRELOAD_CONVERT_AFTER); the shadows parked while a
+ * executed without a plan (TCSPARSE_X_PRELOAD_CONVERT_AFTER); the shadows parked while a
  * stream capture runs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,7 +325,7 @@ void tc_shim_note_plan(tc_shim_spmat *e, cudaStream_t stream)
 
 /* ------------------------------------------------------------------ structures seen */
 
-/* Structures seen without a plan (TCSPARSE_PRELOAD_CONVERT_AFTER): a program that builds a
+/* Structures seen without a plan (TCSPARSE_X_PRELOAD_CONVERT_AFTER): a program that builds a
  * new matrix for one product (PyTorch's transposes in a backward pass) would pay a conversion
  * worth many products for one use.  With the automatic route, a structure is converted only
  * from its N-th execution on (default 2); _preprocess always converts. */

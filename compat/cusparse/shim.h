@@ -49,9 +49,9 @@ typedef struct {
     int ready;         /* every real function was found */
     int passthrough;   /* TCSPARSE_ROUTE=cusparse */
     int log;           /* TCSPARSE_LOG */
-    int keep;          /* TCSPARSE_PRELOAD_KEEP (default 8) */
-    int trust;         /* TCSPARSE_PRELOAD_TRUST_POINTERS=1: adopt without a check */
-    int convert_after; /* TCSPARSE_PRELOAD_CONVERT_AFTER (default 2) */
+    int keep;          /* TCSPARSE_X_PRELOAD_KEEP (default 8) */
+    int trust;         /* TCSPARSE_X_PRELOAD_TRUST_POINTERS=1: adopt without a check */
+    int convert_after; /* TCSPARSE_X_PRELOAD_CONVERT_AFTER (default 2) */
 } tc_shim_settings;
 extern tc_shim_settings tc_shim;
 

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <cuda_runtime_api.h>
+#include "config.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "grb_internal.h"
@@ -340,23 +341,20 @@ static void tc_kernel_name(tc_grb_times *t)
  * columns reach, and B's upload overlaps C's download instead of preceding it.  A scan of
  * A's columns (on the host lanes) decides; it gives up at the first column past the slice's
  * share of B plus a quarter of B, so matrices without that locality pay little for it.
- * TCSPARSE_GRB_PIPE=0 turns slicing off, =1 takes it for calls below TC_PIPE_MIN too;
- * TCSPARSE_GRB_WAVE=0 keeps B whole, =2..32 sets the number of slices then (default 16, 8
+ * TCSPARSE_X_GRB_PIPE=0 turns slicing off, =1 takes it for calls below TC_PIPE_MIN too;
+ * TCSPARSE_X_GRB_WAVE=0 keeps B whole, =2..32 sets the number of slices then (default 16, 8
  * when the call goes step by step: each step then ends in a barrier). */
 
 #define TC_PIPE_SLICES 4
-#define TC_PIPE_FINE 16 /* slices when B goes up in chunks (TCSPARSE_GRB_WAVE: 2..32) */
+#define TC_PIPE_FINE 16 /* slices when B goes up in chunks (TCSPARSE_X_GRB_WAVE: 2..32) */
 #define TC_PIPE_MAX TC_XFER_FLOW_STEPS /* each slice is a step of the flow */
 #define TC_PIPE_MIN ((size_t)32 << 20) /* calls moving fewer bytes of A and C run whole */
 
 static int tc_spmm_pipe_wanted(const tc_grb_csr *A, const tc_grb_dense *B, int a_one_shot,
                                size_t es)
 {
-    static int env = -2; /* -1 unset (by size), 0 never, 1 whenever the call qualifies */
-    if (env == -2) {
-        const char *e = getenv("TCSPARSE_GRB_PIPE");
-        env = e == NULL || *e == '\0' ? -1 : strcmp(e, "0") != 0;
-    }
+    /* TC_CFG_RULE (by size), 0 never, 1 whenever the call qualifies */
+    const int env = tc_config_get()->grb.pipe;
     if (env == 0 || !a_one_shot || !B->row_major || !tc_narrow_ok(A) || A->rows < TC_PIPE_SLICES)
         return 0;
     const size_t bytes = (size_t)A->nnz * (4 + es) + (size_t)(A->rows * B->cols) * es;
@@ -526,15 +524,14 @@ static int tc_grb_gpu_spmm_pipe(tc_grb_vtype vt, const tc_grb_csr *A, const tc_g
     cudaStream_t stream;
 
     double t0 = tc_lanes_now_ms();
-    /* read at every call, so that a benchmark can interleave the settings */
-    const char *fe = getenv("TCSPARSE_GRB_FLOW"), *we = getenv("TCSPARSE_GRB_WAVE");
-    const int flow_env = !(fe != NULL && strcmp(fe, "0") == 0);
-    char *wend = NULL;
-    const long wv = we != NULL && *we != '\0' ? strtol(we, &wend, 10) : -1;
+    /* taken at every call, so that a benchmark can interleave the settings (with
+     * tcsparse_GrB_reload_config between them) */
+    const int flow_env = tc_config_get()->grb.flow;
+    const int wv = tc_config_get()->grb.wave;
     /* step by step, every slice costs a barrier: 8 slices did best there, 16 in one flow */
     const int step_only = !flow_env || tc_xfer_lanes() < 3; /* set up by tc_spmm_pipe_wanted */
-    const int fine = wend != NULL && *wend == '\0' && (wv == 0 || (wv >= 2 && wv <= TC_PIPE_MAX))
-                         ? (int)wv
+    const int fine = wv != TC_CFG_RULE && (wv == 0 || (wv >= 2 && wv <= TC_PIPE_MAX))
+                         ? wv
                          : step_only ? TC_PIPE_FINE / 2 : TC_PIPE_FINE;
     if (fine > 0 && (pin_b == NULL || st_b == TC_PIN_NONE) && m >= fine && A->nnz > 0) {
         tc_pipe_cuts(A, es, rowb, fine, r);

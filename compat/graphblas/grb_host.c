@@ -1,4 +1,4 @@
-/* The host backend (TCSPARSE_GRB_BACKEND=host): T computed on the CPU, in double, with the
+/* The host backend (TCSPARSE_X_GRB_BACKEND=host): T computed on the CPU, in double, with the
  * same inputs and outputs as the GPU backend.  It exists so that everything the adapter
  * does around the multiplication (classification, zero-copy access and restoration, the
  * result's pattern, mask / accum / replace through GraphBLAS, pins) is tested on machines

@@ -166,7 +166,7 @@ int tc_grb_gpu_pin_upload(tc_grb_pin *pin, tc_grb_operand *op, char *why, size_t
 void tc_grb_gpu_pin_free(tc_grb_pin *pin);
 void tc_grb_gpu_release(void);
 
-/* The host backend (TCSPARSE_GRB_BACKEND=host): the same results computed on the CPU in
+/* The host backend (TCSPARSE_X_GRB_BACKEND=host): the same results computed on the CPU in
  * double, so that the adapter's GraphBLAS side can be tested without a GPU. */
 void tc_grb_host_spmm(tc_grb_vtype vt, const tc_grb_csr *A, const tc_grb_dense *B, void *out);
 void tc_grb_host_sddmm(tc_grb_vtype vt, const tc_grb_csr *P, const tc_grb_dense *L,
@@ -181,9 +181,9 @@ typedef struct {
     int tran_a, tran_b, replace, mask_struct;
     GrB_Index m, k, n;
     GrB_Type ctype, ttype;
-    int host;      /* TCSPARSE_GRB_BACKEND=host */
-    int fail;      /* TCSPARSE_GRB_BACKEND=fail: every computation fails (tests the way back) */
-    int nounpack;  /* TCSPARSE_GRB_NOUNPACK */
+    int host;      /* TCSPARSE_X_GRB_BACKEND=host */
+    int fail;      /* TCSPARSE_X_GRB_BACKEND=fail: every computation fails (tests the way back) */
+    int nounpack;  /* TCSPARSE_X_GRB_NOUNPACK */
     char why[160];
     tc_grb_times times;
     double ms_acquire, ms_finish;
@@ -191,8 +191,6 @@ typedef struct {
     double ms_restore;      /* of ms_finish: giving the inputs back to GraphBLAS (log line) */
 } tc_grb_call;
 
-/* 1 when the environment variable name is set, and not to "", "0" or "off". */
-int tc_grb_env_on(const char *name);
 /* C<M> = accum(C, T) by GraphBLAS (GrB_Matrix_apply with the call's descriptor settings).
  * Returns 1 when the call must go to GraphBLAS (C unchanged), 0 otherwise with the result
  * in *info. */

@@ -23,13 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "grb_internal.h"
 
 /* > 0 while this thread is inside the adapter: a GrB_mxm reached from in here (it should
  * not happen: GraphBLAS calls its internals directly) goes straight to the real one. */
 static __thread int tc_grb_depth;
 
-#define TC_GRB_MIN_FLOPS_DEFAULT 2097152.0
 
 static int tc_builtin_type(GrB_Type t)
 {
@@ -87,9 +87,9 @@ static void tc_classify(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Semiring
                         GrB_Matrix B, GrB_Descriptor desc)
 {
     k->path = TCSPARSE_GRB_PATH_GRAPHBLAS;
-    const char *e = getenv("TCSPARSE_GRB");
-    if (e != NULL && (strcmp(e, "off") == 0 || strcmp(e, "0") == 0))
-        TC_NO("TCSPARSE_GRB=%s", e);
+    const tc_config *cfg = tc_config_get();
+    if (!cfg->grb.on)
+        TC_NO("TCSPARSE_GRB=off");
     if (C == NULL || A == NULL || B == NULL || sr == NULL)
         TC_NO("a NULL argument");
     if (!tc_semiring_kind(sr, &k->vt))
@@ -163,24 +163,15 @@ static void tc_classify(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Semiring
         k->path = TCSPARSE_GRB_PATH_SDDMM;
         flops = 2.0 * (double)mn * (double)k->k;
     }
-    double min_flops = TC_GRB_MIN_FLOPS_DEFAULT;
-    if ((e = getenv("TCSPARSE_GRB_MIN_FLOPS")) != NULL && e[0] != '\0')
-        min_flops = strtod(e, NULL);
+    const double min_flops = cfg->grb.min_flops;
     if (flops < min_flops)
-        TC_NO("%.3g flops < TCSPARSE_GRB_MIN_FLOPS (%.3g)", flops, min_flops);
-    e = getenv("TCSPARSE_GRB_BACKEND");
-    k->host = e != NULL && strcmp(e, "host") == 0;
-    k->fail = e != NULL && strcmp(e, "fail") == 0;
+        TC_NO("%.3g flops < TCSPARSE_X_GRB_MIN_FLOPS (%.3g)", flops, min_flops);
+    k->host = cfg->grb.backend == TC_CFG_GRB_HOST;
+    k->fail = cfg->grb.backend == TC_CFG_GRB_FAIL;
     char why[128];
     if (!k->host && !k->fail && !tc_grb_gpu_available(why, sizeof why))
         TC_NO("%s", why);
-    k->nounpack = tc_grb_env_on("TCSPARSE_GRB_NOUNPACK");
-}
-
-int tc_grb_env_on(const char *name)
-{
-    const char *e = getenv(name);
-    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0 && strcmp(e, "off") != 0;
+    k->nounpack = cfg->grb.nounpack;
 }
 
 /* The GraphBLAS descriptor for the final C<M> = accum(C, T): the caller's output and mask
@@ -306,4 +297,9 @@ GrB_Info tc_grb_mxm(tc_grb_mxm_fn real_mxm, const char *who, GrB_Matrix C, const
         info = real_mxm(C, M, accum, semiring, A, B, desc);
     tc_grb_depth--;
     return info;
+}
+
+void tcsparse_GrB_reload_config(void)
+{
+    tc_config_reload();
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "grb_internal.h"
 
 static pthread_mutex_t tc_grb_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -231,8 +232,7 @@ GrB_Info tcsparse_GrB_pin_ext(GrB_Matrix A, unsigned flags)
         return GrB_DOMAIN_MISMATCH;
     const tc_grb_vtype vt = type == GrB_FP64 ? TC_GRB_F64 : TC_GRB_F32;
     const int full = nv == nr * nc && (status == GxB_FULL || status == GxB_BITMAP);
-    const char *nu = getenv("TCSPARSE_GRB_NOUNPACK");
-    const int nounpack = nu != NULL && nu[0] != '\0' && strcmp(nu, "0") != 0;
+    const int nounpack = tc_config_get()->grb.nounpack;
 
     tc_grb_lock();
     tc_grb_operand op;
@@ -253,8 +253,7 @@ GrB_Info tcsparse_GrB_pin_ext(GrB_Matrix A, unsigned flags)
         tc_pin_hashes(&op, &hs, &hv);
         tc_pin_record(pin, &op, hs, hv);
         char why[160];
-        const char *be = getenv("TCSPARSE_GRB_BACKEND");
-        int host = be != NULL && strcmp(be, "host") == 0;
+        int host = tc_config_get()->grb.backend == TC_CFG_GRB_HOST;
         if (!host && tc_grb_gpu_available(why, sizeof why) &&
             tc_grb_gpu_pin_upload(pin, &op, why, sizeof why) != 0) {
             if (tc_grb_log_on())

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "grb_internal.h"
 
 /* SDDMM straight into C.  With a structural mask and no accumulator, C<M,s> = T leaves in C
@@ -50,7 +51,7 @@ static void tc_sddmm_plan_c(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_Matr
     memset(sc, 0, sizeof *sc);
     sc->mode = TC_SDDMM_APPLY;
     if (accum != NULL || k->ctype != k->ttype || !k->mask_struct || C == M || C == A ||
-        C == B || tc_grb_env_on("TCSPARSE_GRB_FRESH_C"))
+        C == B || tc_config_get()->grb.fresh_c)
         return;
     int32_t fmt = 0, status = 0;
     GrB_Index nvals = 0;
@@ -163,7 +164,7 @@ int tc_grb_run_sddmm(tc_grb_call *k, GrB_Matrix C, GrB_Matrix M, GrB_BinaryOp ac
     }
     k->ms_acquire = tc_lanes_now_ms() - t0;
     if (k->fail) {
-        snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
+        snprintf(k->why, sizeof k->why, "TCSPARSE_X_GRB_BACKEND=fail");
         goto done;
     } else if (k->host) { /* the GPU's stand-in in tests: its pins count as refreshed */
         double h0 = tc_lanes_now_ms();

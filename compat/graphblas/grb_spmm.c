@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "grb_internal.h"
 
 /* The bitmap of T: row r present where op(A)'s row r has an entry. */
@@ -72,7 +73,7 @@ static int tc_take_c(tc_grb_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matri
                      tc_c_arrays *ca)
 {
     memset(ca, 0, sizeof *ca);
-    if (accum != NULL || k->ctype != k->ttype || C == A || C == B || tc_grb_env_on("TCSPARSE_GRB_FRESH_C"))
+    if (accum != NULL || k->ctype != k->ttype || C == A || C == B || tc_config_get()->grb.fresh_c)
         return 0;
     int32_t fmt = 0, status = 0;
     bool iso = true;
@@ -196,7 +197,7 @@ int tc_grb_run_spmm(tc_grb_call *k, GrB_Matrix C, GrB_BinaryOp accum, GrB_Matrix
     stb = tc_grb_pin_check(pb, &ob);
     k->ms_acquire = tc_lanes_now_ms() - t0;
     if (k->fail) {
-        snprintf(k->why, sizeof k->why, "TCSPARSE_GRB_BACKEND=fail");
+        snprintf(k->why, sizeof k->why, "TCSPARSE_X_GRB_BACKEND=fail");
         goto done;
     } else if (k->host) { /* the GPU's stand-in in tests: its pins count as refreshed */
         double h0 = tc_lanes_now_ms();

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "config.h"
 #include "grb_internal.h"
 #include "lanes.h"
 
 int tc_grb_log_on(void)
 {
-    const char *e = getenv("TCSPARSE_LOG");
-    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+    return tc_config_get()->log;
 }
 
 typedef struct {

@@ -9,6 +9,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "config.h"
 #include "lanes.h"
 
 /* Bytes one extra thread must have to do before it pays for its creation (~30 us). */
@@ -23,8 +24,7 @@ double tc_lanes_now_ms(void)
 
 int tc_lanes_threads(void)
 {
-    const char *e = getenv("TCSPARSE_GRB_THREADS");
-    long v = e != NULL && e[0] != '\0' ? strtol(e, NULL, 10) : 0;
+    long v = tc_config_get()->grb.threads;
     if (v <= 0)
         v = sysconf(_SC_NPROCESSORS_ONLN);
     if (v < 1)
@@ -85,15 +85,10 @@ static void *tc_lanes_main(void *p)
 }
 
 #ifdef _OPENMP
-/* TCSPARSE_GRB_OMP=0: the lanes on threads of their own (the comparison's other side) */
+/* TCSPARSE_X_GRB_OMP=0: the lanes on threads of their own (the comparison's other side) */
 static int tc_lanes_use_omp(void)
 {
-    static int use = -1;
-    if (use < 0) {
-        const char *e = getenv("TCSPARSE_GRB_OMP");
-        use = !(e != NULL && strcmp(e, "0") == 0);
-    }
-    return use;
+    return tc_config_get()->grb.omp;
 }
 
 /* 1 when the lanes run on the OpenMP pool that GraphBLAS's parallel regions use.  After

@@ -1,7 +1,7 @@
 /* Host lanes: a large host pass split between threads, and the clock that times it.
  *
  * A lane is one call fn(arg, lane), for lane = 0 .. lanes - 1.  With OpenMP (and
- * TCSPARSE_GRB_OMP not 0) the lanes run on the OpenMP pool, the one GraphBLAS's parallel
+ * TCSPARSE_X_GRB_OMP not 0) the lanes run on the OpenMP pool, the one GraphBLAS's parallel
  * regions use, when a team of that size can be asked for (lanes.c says when); otherwise
  * each lane gets a thread made with pthread_create, lane 0 the caller's.  Every function
  * returns once all its lanes have returned.
@@ -17,7 +17,7 @@
 
 /* The monotonic clock, in milliseconds. */
 double tc_lanes_now_ms(void);
-/* Host threads the lanes may use: TCSPARSE_GRB_THREADS, else the online CPU count (at most
+/* Host threads the lanes may use: TCSPARSE_X_GRB_THREADS, else the online CPU count (at most
  * TC_LANES_MAX). */
 int tc_lanes_threads(void);
 /* [lo, hi): part `part` of [0, n) cut into `parts` shares differing by at most one. */

@@ -205,8 +205,8 @@ static void time_modes(const opts_t *o, call_t *c, GrB_Matrix ref, result_t *r)
 }
 
 /* --ab: rounds of one GraphBLAS call and one cold call under each value of the environment
- * variable (which the adapter reads at every call), so that the host's drift touches every
- * alternative alike; median and minimum of each. */
+ * variable (the adapter reads it again after each change: tcsparse_GrB_reload_config), so
+ * that the host's drift touches every alternative alike; median and minimum of each. */
 static void time_ab(const opts_t *o, call_t *c, const char *input, const char *op, int N)
 {
     const int k = o->ab_n + 1; /* alternative 0: GraphBLAS */
@@ -214,14 +214,18 @@ static void time_ab(const opts_t *o, call_t *c, const char *input, const char *o
     const char *old = getenv(o->ab_name);
     char *keep = old != NULL ? strdup(old) : NULL;
     for (int a = 0; a < k; a++) { /* warm-up */
-        if (a > 0)
+        if (a > 0) {
             setenv(o->ab_name, o->ab_val[a - 1], 1);
+            tcsparse_GrB_reload_config();
+        }
         CHK(run(c, a > 0));
     }
     for (int i = 0; i < o->reps; i++)
         for (int a = 0; a < k; a++) {
-            if (a > 0)
+            if (a > 0) {
                 setenv(o->ab_name, o->ab_val[a - 1], 1);
+                tcsparse_GrB_reload_config();
+            }
             double t0 = now_ms();
             CHK(run(c, a > 0));
             t[a * o->reps + i] = now_ms() - t0;
@@ -232,6 +236,7 @@ static void time_ab(const opts_t *o, call_t *c, const char *input, const char *o
     } else {
         unsetenv(o->ab_name);
     }
+    tcsparse_GrB_reload_config();
     printf("  a/b %-22.22s %-5s N=%-4d", input, op, N);
     double gb = 0;
     for (int a = 0; a < k; a++) {
@@ -356,8 +361,8 @@ static void usage(void)
             "usage: tcsparse-bench-grb [-n 16,64,256] [-r REPS] [-t THREADS] [--op spmm|sddmm|both]\n"
             "                          [--csv FILE] [--ab NAME=V1,V2,...] INPUT...\n"
             "--ab: instead of the modes, rounds of a GraphBLAS call and a cold call under each\n"
-            "value of environment variable NAME (read by the adapter at every call:\n"
-            "TCSPARSE_GRB_WAVE, TCSPARSE_GRB_FLOW), interleaved; median and minimum of each.\n"
+            "value of environment variable NAME (read again by the adapter at each change:\n"
+            "TCSPARSE_X_GRB_WAVE, TCSPARSE_X_GRB_FLOW), interleaved; median and minimum of each.\n"
             "INPUT: a Matrix Market file (.mtx, .mtx.gz) or a generator spec (rmat:SCALE:EF,\n"
             "uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT, diag:FILE:COPIES).\n");
     exit(2);

@@ -15,6 +15,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "config.h"
 #include "xfer.h"
 
 int tc_xfer_fail(char *why, size_t n, const char *what, cudaError_t e)
@@ -27,7 +28,6 @@ int tc_xfer_fail(char *why, size_t n, const char *what, cudaError_t e)
 /* ---------------------------------------------------------------- lanes */
 
 #define TC_XFER_NBUF 2                     /* pinned buffers in a lane's ring */
-#define TC_XFER_BUF_KB 2048                /* default bytes of one buffer, in KiB */
 #define TC_XFER_MIN ((size_t)1 << 20)      /* smaller jobs go through cudaMemcpy */
 #define TC_XFER_PER_LANE ((size_t)1 << 20) /* bytes a lane must have to pay for its thread */
 
@@ -79,35 +79,26 @@ static int tc_xfer_lane_init(tc_xfer_lane *x)
     return ok;
 }
 
-/* TCSPARSE_GRB_STAGE_KB: 64..16384 KiB, a multiple of 64; anything else is the default */
+/* TCSPARSE_X_GRB_STAGE_KB: 64..16384 KiB, a multiple of 64; anything else is the default */
 static size_t tc_xfer_buf_bytes(void)
 {
-    const char *e = getenv("TCSPARSE_GRB_STAGE_KB");
-    long kb = TC_XFER_BUF_KB;
-    if (e != NULL && *e != '\0') {
-        char *end;
-        long v = strtol(e, &end, 10);
-        if (*end == '\0' && v >= 64 && v <= 16384 && v % 64 == 0)
-            kb = v;
-    }
-    return (size_t)kb << 10;
+    return (size_t)tc_config_get()->grb.stage_kb << 10;
 }
 
 /* Lanes for a job of bytes (at least one), set up on first use: as many as the host has
- * threads (TCSPARSE_GRB_THREADS), at most TC_XFER_LANES.  0 when staging is off or
+ * threads (TCSPARSE_X_GRB_THREADS), at most TC_XFER_LANES.  0 when staging is off or
  * unavailable. */
 static int tc_xfer_lanes_for(size_t bytes)
 {
     if (bytes < TC_XFER_MIN) /* before the set-up: small work never pins buffers */
         return 0;
     if (tc_xfer_state == 0) {
-        const char *e = getenv("TCSPARSE_GRB_STAGING");
         int want = tc_lanes_threads();
         if (want > TC_XFER_LANES)
             want = TC_XFER_LANES;
         tc_xfer_state = -1;
         tc_xfer_buf = tc_xfer_buf_bytes();
-        if (!(e != NULL && strcmp(e, "0") == 0)) {
+        if (tc_config_get()->grb.staging) {
             while (tc_nlanes < want && tc_xfer_lane_init(&tc_lane[tc_nlanes]))
                 tc_nlanes++;
             if (tc_nlanes < want) { /* the one that failed: free what it got */
@@ -619,8 +610,7 @@ int tc_xfer_flow_run(tc_xfer_flow *f, char *why, size_t n)
         atomic_init(&f->up_done[q], 0);
         atomic_init(&f->next_piece[q], 0);
     }
-    const char *je = getenv("TCSPARSE_GRB_JOIN");
-    f->join = !(je != NULL && strcmp(je, "0") == 0);
+    f->join = tc_config_get()->grb.join;
     atomic_init(&f->launched, 0);
     atomic_init(&f->failed, 0);
     for (int l = 0; l <= TC_XFER_LANES; l++)

@@ -6,8 +6,8 @@
  * pinned memory).  The engine moves it faster:
  *
  *  - A lane is a host lane with a CUDA stream of its own and a ring of two pinned buffers
- *    (TCSPARSE_GRB_STAGE_KB each, 2 MiB by default).  The lanes are set up on first use (as
- *    many as tc_lanes_threads(), at most TC_XFER_LANES; none with TCSPARSE_GRB_STAGING=0)
+ *    (TCSPARSE_X_GRB_STAGE_KB each, 2 MiB by default).  The lanes are set up on first use (as
+ *    many as tc_lanes_threads(), at most TC_XFER_LANES; none with TCSPARSE_X_GRB_STAGING=0)
  *    and kept until tc_xfer_release.
  *  - A segment is one array: count elements of host_es bytes on the host, of dev_es bytes
  *    on the device.  host_es 8 and dev_es 4 narrow 64-bit indices to 32 bits on the way up,
@@ -101,7 +101,7 @@ void tc_xfer_defer_take(tc_xfer_job *j);
  * to enqueue step q's work on that stream and records done_ev[q].  Download lanes take
  * pieces of each step's download once the step is launched (their streams wait for
  * done_ev[q]) and drain them as they arrive; the upload lanes join them once their last
- * upload is issued (TCSPARSE_GRB_JOIN=0: they stop).  The lanes wait on each other, so
+ * upload is issued (TCSPARSE_X_GRB_JOIN=0: they stop).  The lanes wait on each other, so
  * they run at once (tc_lanes_run_together) or not at all.
  *
  * The caller sets steps, up[0..steps) (upload jobs), down[0..steps) (download jobs of one
@@ -109,7 +109,7 @@ void tc_xfer_defer_take(tc_xfer_job *j);
  * zeroed; t_first comes back. */
 typedef struct {
     int steps, ul, dl, device;
-    int join; /* upload lanes join the downloads when done (TCSPARSE_GRB_JOIN=0: not) */
+    int join; /* upload lanes join the downloads when done (TCSPARSE_X_GRB_JOIN=0: not) */
     tc_xfer_job up[TC_XFER_FLOW_STEPS], down[TC_XFER_FLOW_STEPS]; /* upload lanes 0..ul-1,
                                                                      download lanes ul..ul+dl-1 */
     int (*launch)(void *ctx, int step); /* enqueues step's work on stream; 0 or -1 */

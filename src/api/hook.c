@@ -1,6 +1,7 @@
 /* The hook interface (include/tcsparse_hook.h): what the cuSPARSE interposer asks of the core
  * beyond the public API.  The handle modes are read by the route through tc_hook_on
  * (internal.h). */
+#include "config.h"
 #include "error.h"
 #include "fallback.h"
 #include "internal.h"
@@ -98,5 +99,18 @@ tcsparseStatus_t tc_hook_set_cusparse(const tc_cusparse_entry_points *real)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tc_hook_set_cusparse: the entry points or one of them is NULL");
     tc_cusparse_real = *real;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_get_settings(tc_hook_settings *settings)
+{
+    if (settings == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tc_hook_get_settings: settings is NULL");
+    const tc_config *c = tc_config_get();
+    settings->passthrough = c->route == TC_CFG_ROUTE_CUSPARSE;
+    settings->log = c->log;
+    settings->keep = c->preload.keep;
+    settings->convert_after = c->preload.convert_after;
+    settings->trust_pointers = c->preload.trust_pointers;
     return TCSPARSE_STATUS_SUCCESS;
 }

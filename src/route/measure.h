@@ -21,7 +21,7 @@ void tc_measured_push(struct tc_plan *plan, const struct tc_measured *m);
  * earlier). */
 void tc_measured_choose(struct tc_measured *m, const int *order, int n, int first);
 /* d takes the measured decision m (its reason text made when read, like a model's); alg3_ok:
- * the SpMM cuSPARSE route may run CSR_ALG3, force_alg3: TCSPARSE_CUSPARSE_ALG3=1. */
+ * the SpMM cuSPARSE route may run CSR_ALG3, force_alg3: TCSPARSE_X_CUSPARSE_ALG3=1. */
 void tc_decision_measured(tc_decision *d, const struct tc_measured *m, int op, int alg3_ok,
                           int force_alg3);
 

@@ -41,7 +41,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                                  const struct tcsparseSpMatDescr *sp, const tc_call_kind *k,
                                  tc_decision *d, struct tc_plan **plan);
 /* Whether the cuSPARSE route may run call c as CSR_ALG3: the operation has that row, it takes
- * c, and TCSPARSE_CUSPARSE_ALG3 is not 0. */
+ * c, and TCSPARSE_X_CUSPARSE_ALG3 is not 0. */
 int tc_route_alg3_ok(const tc_route_call *c);
 /* TCSPARSE_SELECT=model: the model alone decides; nothing is measured on the executions. */
 int tc_select_model_only(void);

@@ -1,8 +1,10 @@
 /* Helpers of the GraphBLAS adapter's tests (see grb_testlib.h). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "grb_testlib.h"
 
 void tg_init(void)
@@ -449,4 +451,18 @@ int tg_all_cases(tg_case *out, int max, const GrB_Index dims[3])
         }
     }
     return cnt;
+}
+
+void tg_setenv(const char *name, const char *value)
+{
+    setenv(name, value, 1);
+    tcsparse_GrB_reload_config();
+    tc_config_reload();
+}
+
+void tg_unsetenv(const char *name)
+{
+    unsetenv(name);
+    tcsparse_GrB_reload_config();
+    tc_config_reload();
 }

@@ -69,4 +69,9 @@ void tg_case_name(const tg_case *c, char *buf, size_t n);
  * (content, sparsity status and format).  Returns 0, or 1 with a message. */
 int tg_run_case(const tg_case *c, int accelerate, double tol, char *msg, size_t n);
 
+/* setenv / unsetenv, then the configuration read again: the adapter's (its library's
+ * copy of the core, tcsparse_GrB_reload_config) and this program's own. */
+void tg_setenv(const char *name, const char *value);
+void tg_unsetenv(const char *name);
+
 #endif

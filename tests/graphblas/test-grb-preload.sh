@@ -37,7 +37,7 @@ log=$tmp/log
 
 run() { # run LABEL ENV...: the client under the module; stderr kept in $log.$LABEL
   label=$1; shift
-  env LD_PRELOAD="$preload" TCSPARSE_LOG=1 TCSPARSE_GRB_MIN_FLOPS=0 "$@" "$client" \
+  env LD_PRELOAD="$preload" TCSPARSE_LOG=1 TCSPARSE_X_GRB_MIN_FLOPS=0 "$@" "$client" \
     >"$log.$label" 2>&1 || { cat "$log.$label" >&2; fail "grb_client fails under the module ($label)"; }
   n=$(grep -c 'tcsparse-grb: GrB_mxm intercepted' "$log.$label")
   test "$n" -ge 2 || { cat "$log.$label" >&2; fail "$label: $n intercepted calls, expected 2"; }
@@ -55,7 +55,7 @@ else
 fi
 
 # 4. host test backend
-run host TCSPARSE_GRB_BACKEND=host
+run host TCSPARSE_X_GRB_BACKEND=host
 grep -q 'GrB_mxm intercepted -> SpMM on the host' "$log.host" || \
   { cat "$log.host" >&2; fail "SpMM not computed by the adapter"; }
 grep -q 'GrB_mxm intercepted -> SDDMM on the host' "$log.host" || \

@@ -3,7 +3,7 @@
  *  - as_it_comes: every descriptor combination through tcsparse_GrB_mxm and GrB_mxm; with
  *    no CUDA device the adapter must pass every call through (identical results), with one
  *    it must accelerate the accepted ones (results within FP32 accuracy);
- *  - host_backend: the same with TCSPARSE_GRB_BACKEND=host, which computes T on the CPU:
+ *  - host_backend: the same with TCSPARSE_X_GRB_BACKEND=host, which computes T on the CPU:
  *    everything around the multiplication (what is accepted, zero-copy access and
  *    restoration of the inputs, the result's pattern, mask / accum / replace, aliasing,
  *    storage formats) is checked here, GPU or not;
@@ -22,10 +22,10 @@
 static void setup(void)
 {
     tg_init();
-    setenv("TCSPARSE_GRB_MIN_FLOPS", "0", 1);
-    unsetenv("TCSPARSE_GRB_BACKEND");
-    unsetenv("TCSPARSE_GRB_NOUNPACK");
-    unsetenv("TCSPARSE_GRB");
+    tg_setenv("TCSPARSE_X_GRB_MIN_FLOPS", "0");
+    tg_unsetenv("TCSPARSE_X_GRB_BACKEND");
+    tg_unsetenv("TCSPARSE_X_GRB_NOUNPACK");
+    tg_unsetenv("TCSPARSE_GRB");
 }
 
 static int run_all(int accelerate, double tol32)
@@ -57,27 +57,27 @@ Test(grb_cpu, as_it_comes)
 
 Test(grb_cpu, host_backend)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     cr_expect_eq(run_all(1, 1e-5), 0);
 }
 
 Test(grb_cpu, host_backend_without_unpack)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
-    setenv("TCSPARSE_GRB_NOUNPACK", "1", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
+    tg_setenv("TCSPARSE_X_GRB_NOUNPACK", "1");
     cr_expect_eq(run_all(1, 1e-5), 0);
 }
 
 Test(grb_cpu, failing_backend)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "fail");
     cr_expect_eq(run_all(0, 0.0), 0);
 }
 
 Test(grb_cpu, switched_off)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
-    setenv("TCSPARSE_GRB", "off", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
+    tg_setenv("TCSPARSE_GRB", "off");
     cr_expect_eq(run_all(0, 0.0), 0);
 }
 
@@ -85,7 +85,7 @@ Test(grb_cpu, switched_off)
  * out and back, not copied. */
 Test(grb_cpu, zero_copy)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     GrB_Matrix A = tg_sparse(GrB_FP32, 60, 40, 0.2, 7, TG_BYROW);
     GrB_Matrix B = tg_full(GrB_FP32, 40, 24, 8, TG_BYROW), C;
     cr_assert_eq(GrB_Matrix_new(&C, GrB_FP32, 60, 24), GrB_SUCCESS);
@@ -148,7 +148,7 @@ static void expect_same_as_grb_(int line, GrB_Matrix M, GrB_BinaryOp accum, GrB_
  * the matrix changes in place and in structure. */
 Test(grb_cpu, pins)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     GrB_Matrix A = tg_sparse(GrB_FP32, 50, 30, 0.25, 11, TG_BYROW);
     GrB_Matrix B = tg_full(GrB_FP32, 30, 17, 12, TG_BYROW);
     GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
@@ -211,7 +211,7 @@ Test(grb_cpu, pins)
 /* Calls the adapter must leave to GraphBLAS: exact results and the reason. */
 Test(grb_cpu, declined)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     GrB_Matrix A = tg_sparse(GrB_FP32, 31, 29, 0.3, 21, TG_BYROW);
     GrB_Matrix A64 = tg_sparse(GrB_FP64, 31, 29, 0.3, 21, TG_BYROW);
     GrB_Matrix B = tg_full(GrB_FP32, 29, 13, 22, TG_BYROW);
@@ -245,11 +245,11 @@ Test(grb_cpu, declined)
     cr_expect_eq(tcsparse_GrB_mxm(NULL, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL),
                  GrB_NULL_POINTER);
     /* too little work for the GPU by default */
-    unsetenv("TCSPARSE_GRB_MIN_FLOPS");
+    tg_unsetenv("TCSPARSE_X_GRB_MIN_FLOPS");
     expect_same_as_grb(NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP32, A, B, NULL, G, 0.0);
     tcsparse_GrB_stats_t st;
     tcsparse_GrB_get_stats(&st);
-    cr_expect(strstr(st.last_reason, "TCSPARSE_GRB_MIN_FLOPS") != NULL, "%s", st.last_reason);
+    cr_expect(strstr(st.last_reason, "TCSPARSE_X_GRB_MIN_FLOPS") != NULL, "%s", st.last_reason);
     GrB_Semiring_free(&odd_sr);
     GrB_Monoid_free(&odd);
     GrB_Semiring_free(&plus1_sr);
@@ -275,7 +275,7 @@ static void c_settings(GrB_Matrix C, int32_t *fmt, int32_t *ctrl, double *hyper,
 
 Test(grb_cpu, result_keeps_its_settings)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     GrB_Matrix A = tg_sparse(GrB_FP32, 48, 40, 0.2, 21, TG_BYROW);
     GrB_Matrix B = tg_full(GrB_FP32, 40, 24, 22, TG_BYROW);
     const int32_t fmts[2] = {GxB_BY_ROW, GxB_BY_COL};
@@ -329,13 +329,13 @@ Test(grb_cpu, pin_not_refreshed_is_not_reused)
     float x;
     cr_assert_eq(GrB_Matrix_extractElement_FP32(&x, B, 0, 0), GrB_SUCCESS);
     cr_assert_eq(GrB_Matrix_setElement_FP32(B, x + 1.0f, 0, 0), GrB_SUCCESS);
-    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "fail");
     tcsparse_GrB_reset_stats();
     expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_GRAPHBLAS, 0.0);
     tcsparse_GrB_stats_t st;
     tcsparse_GrB_get_stats(&st);
     cr_expect_eq(st.pin_value_refreshes, 1, "B's new values seen by the failing call");
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     tcsparse_GrB_reset_stats();
     expect_same_as_grb(NULL, NULL, sr, A, B, NULL, TCSPARSE_GRB_PATH_SPMM, 1e-5);
     tcsparse_GrB_get_stats(&st);
@@ -407,7 +407,7 @@ static void *c_values_at_(GrB_Matrix C)
  * after C's arrays were taken still gives GrB_mxm's result; an iso C is not taken. */
 Test(grb_cpu, result_reuses_c_arrays)
 {
-    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
     GrB_Semiring sr = GrB_PLUS_TIMES_SEMIRING_FP32;
     const int32_t fmts[2] = {GxB_BY_ROW, GxB_BY_COL};
     for (int f = 0; f < 2; f++)
@@ -424,11 +424,11 @@ Test(grb_cpu, result_reuses_c_arrays)
             char why[200];
             void *first = NULL;
             for (int q = 0; q < 3; q++) {
-                unsetenv("TCSPARSE_GRB_BACKEND");
+                tg_unsetenv("TCSPARSE_X_GRB_BACKEND");
                 if (q == 2) /* fails after taking C's arrays: GrB_mxm's result all the same */
-                    setenv("TCSPARSE_GRB_BACKEND", "fail", 1);
+                    tg_setenv("TCSPARSE_X_GRB_BACKEND", "fail");
                 else
-                    setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+                    tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
                 cr_assert_eq(GrB_mxm(C1, NULL, NULL, sr, A, B[q], NULL), GrB_SUCCESS);
                 cr_assert_eq(tcsparse_GrB_mxm(C2, NULL, NULL, sr, A, B[q], NULL), GrB_SUCCESS);
                 tcsparse_GrB_stats_t st;
@@ -457,7 +457,7 @@ Test(grb_cpu, result_reuses_c_arrays)
                               "fmt %d empty %d: C's values array was not reused", fmts[f], empty);
             }
             /* an iso C (one value everywhere) is not taken; the result is still right */
-            setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+            tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
             cr_assert_eq(GrB_Matrix_assign_FP32(C2, NULL, NULL, 2.0f, GrB_ALL, 48, GrB_ALL, 24,
                                                 NULL), GrB_SUCCESS);
             cr_assert_eq(GrB_Matrix_wait(C2, GrB_MATERIALIZE), GrB_SUCCESS);
@@ -521,7 +521,7 @@ Test(grb_cpu, sddmm_result_into_c)
         cr_assert_eq(GxB_Matrix_Option_set_FP64(C2, GxB_BITMAP_SWITCH, 0.875), 0);
         void *first = NULL;
         for (int q = 0; q < 3; q++) {
-            setenv("TCSPARSE_GRB_BACKEND", q == 2 ? "fail" : "host", 1);
+            tg_setenv("TCSPARSE_X_GRB_BACKEND", q == 2 ? "fail" : "host");
             cr_assert_eq(GrB_mxm(C1, M, NULL, sr, X[q], Y, GrB_DESC_ST1), GrB_SUCCESS);
             cr_assert_eq(tcsparse_GrB_mxm(C2, M, NULL, sr, X[q], Y, GrB_DESC_ST1), GrB_SUCCESS);
             tcsparse_GrB_stats_t st;
@@ -548,7 +548,7 @@ Test(grb_cpu, sddmm_result_into_c)
                 cr_expect(c_sparse_values_at(C2) == first,
                           "fmt %d: C's values array was not written in place", fmts[f]);
         }
-        setenv("TCSPARSE_GRB_BACKEND", "host", 1);
+        tg_setenv("TCSPARSE_X_GRB_BACKEND", "host");
         /* C with one more entry than M's pattern: the masked apply keeps it */
         GrB_Index mi[1] = {0}, mj[1] = {0}, done = 0;
         for (GrB_Index r = 0; r < 40 && !done; r++)

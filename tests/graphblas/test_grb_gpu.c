@@ -16,13 +16,13 @@
 static void setup(void)
 {
     tg_init();
-    setenv("TCSPARSE_GRB_MIN_FLOPS", "0", 1);
-    unsetenv("TCSPARSE_GRB_BACKEND");
-    unsetenv("TCSPARSE_GRB_NOUNPACK");
-    unsetenv("TCSPARSE_GRB");
-    unsetenv("TCSPARSE_ROUTE");
-    unsetenv("TCSPARSE_GRB_WAVE");
-    unsetenv("TCSPARSE_GRB_FLOW");
+    tg_setenv("TCSPARSE_X_GRB_MIN_FLOPS", "0");
+    tg_unsetenv("TCSPARSE_X_GRB_BACKEND");
+    tg_unsetenv("TCSPARSE_X_GRB_NOUNPACK");
+    tg_unsetenv("TCSPARSE_GRB");
+    tg_unsetenv("TCSPARSE_ROUTE");
+    tg_unsetenv("TCSPARSE_X_GRB_WAVE");
+    tg_unsetenv("TCSPARSE_X_GRB_FLOW");
 }
 
 static void teardown(void)
@@ -71,7 +71,7 @@ Test(grb_gpu, descriptor_combinations)
 Test(grb_gpu, descriptor_combinations_tensor_cores)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_ROUTE", "tc", 1);
+    tg_setenv("TCSPARSE_ROUTE", "tc");
     const GrB_Index dims[3] = {101, 45, 64};
     cr_expect_eq(run_all(dims), 0);
 }
@@ -142,9 +142,9 @@ Test(grb_gpu, data_matrices)
         const GrB_Index R = (GrB_Index)m.rows, K = (GrB_Index)m.cols;
         for (int route = 0; route < 2; route++) {
             if (route)
-                setenv("TCSPARSE_ROUTE", "tc", 1);
+                tg_setenv("TCSPARSE_ROUTE", "tc");
             else
-                unsetenv("TCSPARSE_ROUTE");
+                tg_unsetenv("TCSPARSE_ROUTE");
             const int ns[2] = {16, 64};
             for (int q = 0; q < 2; q++) {
                 const GrB_Index N = (GrB_Index)ns[q];
@@ -463,25 +463,25 @@ static int sliced_cases(GrB_Type t, GrB_Semiring s, double tol, int flow)
     return failures;
 }
 
-/* The cold SpMM in row slices (TCSPARSE_GRB_PIPE=1: also below its size threshold), whose
+/* The cold SpMM in row slices (TCSPARSE_X_GRB_PIPE=1: also below its size threshold), whose
  * uploads and downloads overlap on disjoint lanes; FP32, the default staging buffers, the
  * OpenMP lanes. */
 Test(grb_gpu, sliced_spmm)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_GRB_PIPE", "1", 1);
-    setenv("TCSPARSE_GRB_THREADS", "5", 1);
+    tg_setenv("TCSPARSE_X_GRB_PIPE", "1");
+    tg_setenv("TCSPARSE_X_GRB_THREADS", "5");
     cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5, 1), 0);
 }
 
-/* The same step by step (TCSPARSE_GRB_FLOW=0: a barrier between the slices' transfers, the
+/* The same step by step (TCSPARSE_X_GRB_FLOW=0: a barrier between the slices' transfers, the
  * path taken when the flow's lanes cannot run at once). */
 Test(grb_gpu, sliced_spmm_step_by_step)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_GRB_PIPE", "1", 1);
-    setenv("TCSPARSE_GRB_THREADS", "4", 1);
-    setenv("TCSPARSE_GRB_FLOW", "0", 1);
+    tg_setenv("TCSPARSE_X_GRB_PIPE", "1");
+    tg_setenv("TCSPARSE_X_GRB_THREADS", "4");
+    tg_setenv("TCSPARSE_X_GRB_FLOW", "0");
     cr_expect_eq(sliced_cases(GrB_FP32, GrB_PLUS_TIMES_SEMIRING_FP32, 1e-5, 0), 0);
 }
 
@@ -491,9 +491,9 @@ Test(grb_gpu, sliced_spmm_step_by_step)
 Test(grb_gpu, sliced_spmm_fp64_small_buffers_own_threads)
 {
     TC_REQUIRE_GPU();
-    setenv("TCSPARSE_GRB_PIPE", "1", 1);
-    setenv("TCSPARSE_GRB_THREADS", "3", 1);
-    setenv("TCSPARSE_GRB_STAGE_KB", "64", 1);
-    setenv("TCSPARSE_GRB_OMP", "0", 1);
+    tg_setenv("TCSPARSE_X_GRB_PIPE", "1");
+    tg_setenv("TCSPARSE_X_GRB_THREADS", "3");
+    tg_setenv("TCSPARSE_X_GRB_STAGE_KB", "64");
+    tg_setenv("TCSPARSE_X_GRB_OMP", "0");
     cr_expect_eq(sliced_cases(GrB_FP64, GrB_PLUS_TIMES_SEMIRING_FP64, 1e-12, 1), 0);
 }

@@ -10,6 +10,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "config.h"
 #include "lanes.h"
 
 typedef struct {
@@ -61,7 +62,8 @@ Test(grb_lanes, together_on_the_openmp_pool)
 
 Test(grb_lanes, together_on_threads_of_its_own)
 {
-    setenv("TCSPARSE_GRB_OMP", "0", 1);
+    setenv("TCSPARSE_X_GRB_OMP", "0", 1);
+    tc_config_reload();
     for (int lanes = 1; lanes <= 17; lanes += 4)
         check_meet(lanes);
 }

@@ -23,14 +23,14 @@ test $rc -eq 0 || { echo "sample_client checks: exit $rc"; fail=1; }
 
 echo "== PyTorch"
 echo "(ms: median CUDA-event time without the interposer / with it / with it and"
-echo " TCSPARSE_PRELOAD_TRUST_POINTERS=1; x: without / with)"
+echo " TCSPARSE_X_PRELOAD_TRUST_POINTERS=1; x: without / with)"
 printf '%-24s %9s %8s %8s %8s %6s %8s %8s %8s %6s %8s\n' graph nnz spmm spmm_pre spmm_tr x \
   gcn gcn_pre gcn_tr x tc_calls
 for g in "" "$@"; do
   arg=; test -n "$g" && arg="--mtx $g"
   plain=`$py "$here/torch_gcn.py" $arg 2>/dev/null | tail -1`
   pre=`LD_PRELOAD=$so TCSPARSE_LOG=1 $py "$here/torch_gcn.py" $arg 2>log.err | tail -1`
-  trust=`LD_PRELOAD=$so TCSPARSE_PRELOAD_TRUST_POINTERS=1 $py "$here/torch_gcn.py" $arg 2>/dev/null | tail -1`
+  trust=`LD_PRELOAD=$so TCSPARSE_X_PRELOAD_TRUST_POINTERS=1 $py "$here/torch_gcn.py" $arg 2>/dev/null | tail -1`
   echo "   without: $plain"
   echo "   with:    $pre"
   echo "   trusted: $trust"
