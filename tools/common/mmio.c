@@ -309,12 +309,32 @@ static uint64_t mm_limit_set; /* tc_mm_set_memory_limit's bytes; 0: the machine'
 
 void tc_mm_set_memory_limit(uint64_t bytes) { mm_limit_set = bytes; }
 
+/* MemAvailable of /proc/meminfo in bytes (what can be allocated without swapping), or 0
+ * where it cannot be read. */
+static uint64_t mm_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f == NULL)
+        return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb << 10;
+}
+
 uint64_t tc_mm_memory_limit(void)
 {
     if (mm_limit_set)
         return mm_limit_set;
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t lim = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+    const uint64_t avail = mm_mem_available();
+    if (avail > 0 && avail < lim)
+        lim = avail;
+    lim /= 2; /* the rest is for the tool's other copies (device staging, references) */
     static const int which[2] = {RLIMIT_AS, RLIMIT_DATA};
     for (int i = 0; i < 2; i++) {
         struct rlimit rl;

@@ -27,8 +27,9 @@ int tc_mm_read(const char *path, tc_mm_matrix *out, char *err, size_t errlen);
 /* Same, from a memory buffer (name is used in messages). */
 int tc_mm_read_mem(const char *buf, size_t len, const char *name, tc_mm_matrix *out, char *err,
                    size_t errlen);
-/* The memory, in bytes, that a matrix may need: physical memory, or less where the
- * process's RLIMIT_AS or RLIMIT_DATA is lower; tc_mm_set_memory_limit(bytes) sets it instead
+/* The memory, in bytes, that a matrix may need: half the memory available now (MemAvailable,
+ * else physical memory; the other half is for the tool's other copies of the matrix), or
+ * less where the process's RLIMIT_AS or RLIMIT_DATA is lower; tc_mm_set_memory_limit(bytes) sets it instead
  * (for every later read, in every thread; 0 goes back to the machine's). */
 uint64_t tc_mm_memory_limit(void);
 void tc_mm_set_memory_limit(uint64_t bytes);
