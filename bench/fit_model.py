@@ -6,8 +6,8 @@ usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--thresh
 
   --build DIR   build directory holding bench/tcsparse-select-features and
                 tools/tcsparse-inspect (default: the current directory)
-  --data DIR    the shared matrices ($DATA/ of the suites; default ../shared/data next to the
-                source tree, else /work/shared/data)
+  --data DIR    the shared matrices ($DATA/ of the suites; default $TC_DATA_DIR, else
+                ../shared/data next to the source tree)
   --update      rewrite the coefficient block of src/route/select.c in place (else print it)
   --compiled    evaluate the coefficients in src/route/select.c on the data instead of fitting
   --threshold   balance threshold to evaluate (default: the one compiled in, read from
@@ -45,7 +45,7 @@ SPMM_FILES = ['large-h100.csv', 'small-h100.csv', 'large-f16-h100.csv',
               'sel2-large-h100.csv', 'sel2-small-h100.csv', 'sel2-small-f16-h100.csv',
               'sel3-small-h100.csv', 'sel5-large-h100.csv', 'sel5-small-h100.csv',
               'sel5-small-f16-h100.csv', 'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv']
-# Since the sixth session plain TF32 at 96 <= N <= 320 runs the pipelined SpMM kernel on
+# Plain TF32 at 96 <= N <= 320 runs the pipelined SpMM kernel on
 # short windows (kernels/spmm/spmm_launch.cu, pipe_wanted): those cases are taken only from
 # the runs made with that rule.
 SPMM_PIPE_RULE = {'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv'}
@@ -55,7 +55,7 @@ SPMM_CURRENT_BALANCED = {'routed-large-s6-h100.csv', 'routed-small-s6-h100.csv',
                          'large-atomics-h100.csv', 'small-atomics-h100.csv',
                          'sel-large-h100.csv', 'sel-large-rest-h100.csv',
                          'sel-large-f16-h100.csv', 'sel-small-h100.csv', 'sel-small-f16-h100.csv'}
-# The SDDMM kernel was replaced by its pipelined form in the fifth session: only its runs count.
+# The SDDMM kernel is the pipelined form: only the runs of that form count.
 # (sddmm-large-h100.csv, sddmm-small-h100.csv, sddmm-small-rule-h100.csv: the previous kernel.)
 SDDMM_FILES = ['sddmm-pipe-large-h100.csv', 'sddmm-pipe-small-h100.csv']
 
@@ -277,8 +277,9 @@ def main():
         else:
             sys.exit(__doc__)
     build = opt['--build']
-    data = opt['--data'] or next((d for d in (os.path.join(SRC, '..', 'shared', 'data'),
-                                              '/work/shared/data') if os.path.isdir(d)), '.')
+    data = opt['--data'] or next((d for d in (os.environ.get('TC_DATA_DIR', ''),
+                                              os.path.join(SRC, '..', 'shared', 'data'))
+                                  if d and os.path.isdir(d)), '.')
     thr = float(opt['--threshold'] or header_value('TC_SEL_BALANCE_THRESHOLD'))
     ALG3_MARGIN = float(opt['--alg3-margin'] or header_value('TC_SEL_ALG3_MARGIN') or 1.0)
     ALG3_MAX_US = float(opt['--alg3-max-us'] or header_value('TC_SEL_ALG3_MAX_US') or 60.0)
@@ -414,7 +415,7 @@ def main():
         if op == 0:
             blocks.append(fmt_block('cu3_coef_spmm', [cu3_coef[4], cu3_coef[2]],
                                     'cuSPARSE CSR_ALG3: 32-bit, 16-bit'))
-            # against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3, issue 9's small-suite goal)
+            # against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3, the small suite's goal)
             vs = {}
             for c in cases:
                 if c[7] is None:

@@ -2,8 +2,7 @@
  * height H = 16, 32, 64 rows: the tensor-core blocks (8 distinct columns of one window, as in
  * ME-TCF), the rows of B they gather (8 a block), that count against H = 16, and the mean
  * nonzeros of a 16 x 8 MMA tile (a block of H rows is H / 16 tiles sharing its B rows).
- * CPU only.  Build from a configured build tree (docs/performance.md, "Twelfth session:
- * taller windows"):
+ * CPU only.  Build from a configured build tree:
  *   gcc -O2 -o window_heights $SRC/bench/window_heights.c -I$SRC/src -I$SRC/include \
  *       src/.libs/libtcutil.a -lz -lm
  *   ./window_heights rmat:20:16 $DATA/BlogCatalog.mtx.gz ...   (any tcsparse-inspect input) */

@@ -17,7 +17,7 @@
 // factor to 11 significant bits), or on a relative Frobenius error above 5e-3.
 //
 // The 32-row plan here is the CPU's: the library's conversion does not build it.
-// Build (from the source tree; docs/performance.md, "Thirteenth session"):
+// Build (from the source tree; the figures are in docs/performance.md, "Tried"):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels -Isrc -Iinclude -o window_rows_spmm \
 //       bench/window_rows_spmm.cu tools/common/gen.c tools/common/mmio.c -lcusparse -lz
 //   ./window_rows_spmm [-n N] [-r REPS] INPUT...   (a Matrix Market file or a generator spec)

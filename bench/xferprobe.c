@@ -5,7 +5,7 @@
  * not built by make:
  *   gcc -O2 -mavx2 -o xferprobe bench/xferprobe.c -I/usr/local/cuda/include \
  *       -L/usr/local/cuda/lib64 -lcudart -lpthread && ./xferprobe
- * Figures from the H100 machine: docs/performance.md, "GraphBLAS adapter", ninth session. */
+ * Figures from the H100 machine: docs/performance.md, "GraphBLAS adapter". */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>

@@ -180,8 +180,7 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         /* and one kernel launch, on the handle's stream: after the bench's own work
          * (reading and parsing the input) the host's first launch cost 30-47 us on the H100
          * machine, whatever the kernel, against 6-10 us for the next; that is the host's
-         * state, not the plan's cost.  (A 4-byte memset does not take that cost:
-         * docs/performance.md, "Nineteenth session".) */
+         * state, not the plan's cost.  (A 4-byte memset does not take that cost.) */
         CK(tc_util_launch_nop(0));
         CK(cudaDeviceSynchronize());
     }

@@ -174,8 +174,7 @@ typedef struct {
 /* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J
  * columns a warp) and, for plain TF32 J = 4, the wide-L1 instance.  Which is fastest depends
- * on the plan and N in ways no rule fitted so far separates (docs/performance.md, "Sixteenth
- * session"), so the first executions of a kind of call measure them (src/route/tune.c). */
+ * on the plan and N in ways no rule fitted so far separates (docs/performance.md), so the first executions of a kind of call measure them (src/route/tune.c). */
 enum { TC_SPMM_VAR_RULE = 0, TC_SPMM_VAR_J4 = 1, TC_SPMM_VAR_J4_WIDE = 2, TC_SPMM_VAR_J8 = 3 };
 #define TC_SPMM_MAX_VARIANTS 3
 /* The variants worth measuring for a call (a->variant ignored), the launcher's own choice
@@ -230,8 +229,8 @@ typedef struct {
 /* Kernel variants of a plain TF32 SDDMM (sddmm_launch.cu), the same products in the same
  * order: RULE is the launcher's own choice; PIPE and PIPE_WIDE pin the pipelined kernel
  * without and with the wide-L1 instance; REGB is the pipelined kernel with B's pieces in
- * registers instead of the shared-memory ring (faster on some inputs only: docs/performance.md,
- * "Sixteenth session").  The executions measure them (src/route/tune.c). */
+ * registers instead of the shared-memory ring (faster on some inputs only:
+ * docs/performance.md).  The executions measure them (src/route/tune.c). */
 enum { TC_SDDMM_VAR_RULE = 0, TC_SDDMM_VAR_PIPE = 1, TC_SDDMM_VAR_PIPE_WIDE = 2,
        TC_SDDMM_VAR_REGB = 3 };
 #define TC_SDDMM_MAX_VARIANTS 3

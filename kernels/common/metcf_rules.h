@@ -89,7 +89,7 @@ static inline int tc_fit_stage(int stage_cap, int64_t min_cap, int64_t blocks, i
 }
 
 /* The wide-L1 instances of the plain TF32 SpMM and SDDMM kernels (spmm_launch.cu,
- * sddmm_launch.cu; docs/performance.md, "Fifteenth session"): their shared memory carveout in
+ * sddmm_launch.cu; docs/performance.md): their shared memory carveout in
  * percent, and the plans they are for, fewer than 10 nonzeros a block (sparse blocks, where
  * the kernels gather B and L1 hits pay; fitted to the large suite). */
 #define TC_WIDE_L1_CARVEOUT 72

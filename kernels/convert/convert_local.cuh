@@ -80,8 +80,7 @@ constexpr size_t kBothMaxBitmap = 16 * 1024; // bytes of bitmap and prefix count
 // (metcf_rules.h), order listing the windows by decreasing nonzeros, so that an SM's windows
 // add up to about the mean.  In the caller's order an SM could get two of the longest:
 // ogbl-ddi's busiest SM had 1.8 times the mean nonzeros (29,149 against 16,180; 1.31 times
-// with this order), and its passes took as long as that SM (docs/performance.md, "Nineteenth
-// session").
+// with this order), and its passes took as long as that SM (docs/performance.md, "Plan build").
 
 // The short windows' barrier: the block's, or in a kBothKind block (whose other threads have
 // left) a named barrier of its first kShortThreads threads (two whole warps).
@@ -303,8 +302,7 @@ __device__ __forceinline__ void
     // then the bitmap's, prefix counts' and occupancy's from shared memory) are in flight
     // together: one item at a time, each item's loads waited for the stores of the one
     // before (the compiler cannot tell the shared-memory arrays apart), and the passes were
-    // bound by those loads' latency (ogbl-ddi, 267 windows of 8,000 nonzeros: 23 + 58 us;
-    // docs/performance.md, "Nineteenth session").
+    // bound by those loads' latency (ogbl-ddi, 267 windows of 8,000 nonzeros: 23 + 58 us).
     // Within a window, in 32 bits: positions (j, p) are below nnz < 2^31 (tc_convert_gpu
     // refuses more); a column out of range reads as c = -1.
     const int s32 = (int)s, e32 = (int)e;
@@ -589,7 +587,7 @@ __device__ __forceinline__ void count_then_scan(const int32_t *nblk, int32_t win
 // every window, the long kernel's thread blocks found their window short and left at once,
 // but each held the long kernel's shared memory (its bitmap is sized by the columns, up to
 // 64 KiB: 3 thread blocks an SM): on mdual (16,161 windows, none long) its two launches took
-// 44 and 64 us of GPU time in a 0.3 ms build (docs/performance.md, "Eighteenth session").
+// 44 and 64 us of GPU time in a 0.3 ms build.
 template <bool kPlace, int kKind, bool kOrd = false>
 __global__ void __launch_bounds__(kKind != kShortKind ? kLongThreads : kShortThreads,
                                kKind != kShortKind ? kLongMinBlocks : 1)

@@ -222,7 +222,7 @@ __device__ __forceinline__ void write_pair(const Params &p, Tile *tiles,
 // cached in L1 as cp.async.ca is) two steps ahead, into two register buffers used in turn:
 // one access per piece.  But a load into registers holds the warp at its first use, which
 // cp.async does not: on the H100 it is faster only on some inputs (ogbl-ddi, uniform 2^18 x
-// 256 at K = 128: docs/performance.md, "Sixteenth session"), so it is a variant the
+// 256 at K = 128), so it is a variant the
 // executions measure (src/route/tune.c), never the launcher's own choice.  It is the kernel below
 // with kRegB: same products in the same order, the shared memory layout of the ring (unused).
 

@@ -54,7 +54,7 @@ void *pipe_kernel(int S, const char *const (&names)[3], const char **name)
 
 // The wide-L1 form of the plain TF32 pipelined kernel (default 3-slot ring): the same code
 // with a shared memory carveout of TC_WIDE_L1_CARVEOUT percent (fewer resident thread blocks,
-// more L1).  As for SpMM (spmm_launch.cu, wide_l1; docs/performance.md, "Fifteenth session"): it
+// more L1).  As for SpMM (spmm_launch.cu, wide_l1): it
 // pays where blocks are sparse, the kernel then being a gather of B's columns (R-MAT, uniform
 // random, mdual: 4-14% faster at K = 128, 4-15% at K = 256) and costs where they are denser
 // (PROTEINS_full replicas, NotreDame_www: 7-9% slower at K = 128), hence the same threshold of

@@ -38,8 +38,7 @@ void *fn_of(int S)
 // The wide-L1 form of the plain TF32 J = 4 pipelined kernel (3-slot ring): the same code
 // with a shared memory carveout of TC_WIDE_L1_CARVEOUT (72) percent, i.e. 164 KB of the
 // H100's 228 KB for shared memory, 6 resident thread blocks of 26 KB instead of 8, and about
-// 92 KB of L1 instead of about 48 KB.  Measured on the H100 (docs/performance.md,
-// "Fifteenth session"): it pays where blocks are sparse (the kernel is then a gather of B rows, and L1 hits are
+// 92 KB of L1 instead of about 48 KB.  Measured on the H100: it pays where blocks are sparse (the kernel is then a gather of B rows, and L1 hits are
 // what it lacks: R-MAT, uniform random, mdual, 8-10 nonzeros a block, 2-8% faster at
 // N = 128 and 256) and costs where they are denser (PROTEINS_full replicas at 12.6-15.2, up
 // to 4% slower; the BlogCatalog replicas at 10.8, 2%) or when a thread block is one warp
@@ -80,7 +79,7 @@ int cta_warps(const tc_spmm_args *a)
 
 // Ring slots of the pipelined kernel (spmm_kernel_pipe.cuh), or 0 for the other kernel.
 // TCSPARSE_X_SPMM_PIPE=1 runs it for every call, 0 never; unset, it runs for every call on a
-// plan.  Since its copies were coalesced (eighth session, docs/performance.md) it is faster
+// plan.  With its copies coalesced it is faster
 // than the other kernel almost everywhere on the H100: CTA time / pipelined time, geomean
 // over the large suite (10 inputs) and the small one (45), TF32 1.04-1.41 for N = 32 to 512,
 // FP16 1.02-1.23, 3xTF32 1.00-1.10 except the balanced kernel at N = 32 on the large suite

@@ -21,7 +21,7 @@ _Static_assert(2 * TC_LATE_SAMPLES <= TC_EXPLORE_PAIRS, "tc_explore holds a pair
 
 /* The share of blocks the ordering must save to be timed: TCSPARSE_X_REORDER_MIN_GAIN when
  * set, else TC_LATE_MIN_GAIN (lower than AUTO's 10%: the trial measures, and NotreDame_www's
- * SDDMM gains 17% from a 6% block saving, docs/performance.md "Seventeenth session"). */
+ * SDDMM gains 17% from a 6% block saving). */
 static double tc_late_min_gain(void)
 {
     const double g = tc_config_get()->reorder.min_gain;

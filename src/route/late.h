@@ -39,7 +39,7 @@
  * ordered plan settles in about 10-20 calls, the samples take 6 more) */
 #define TC_LATE_MAX_CALLS 64
 /* round 1's bfs is computed on the host inside the call that starts it: at most this many
- * nonzeros (about 0.1 s; docs/performance.md, "Eighteenth session") */
+ * nonzeros (about 0.1 s on the H100 machine's host) */
 #define TC_LATE_BFS_MAX_NNZ (1ll << 22)
 
 /* Around one execution (SpMM or SDDMM) on sparse descriptor d, with the descriptor's lock

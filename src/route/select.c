@@ -23,7 +23,7 @@
  * Fitted on the H100 (132 SMs) measurements in docs/results (CSV files) by bench/fit_model.py:
  * relative least squares with non-negative coefficients, predictions in microseconds.
  * Refit (from the build directory, after `make`; statistics cached in bench/stats.csv):
- *     python3 /work/main/bench/fit_model.py --build . --update
+ *     python3 bench/fit_model.py --build . --update
  * which rewrites the block between the BEGIN/END lines below (without --update it prints it).
  * Features (tc_sel_features): tensor cores x = [1, makespan/1e3, makespan*slice/128/1e3,
  * B MB, C MB, A MB, atomic MB, second launch]; cuSPARSE y = [1, distinct B MB, re-read B MB,

@@ -1,4 +1,4 @@
-/* The selector (issue 3): which tensor-core kernel (base or balanced) by simulating the
+/* The selector: which tensor-core kernel (base or balanced) by simulating the
  * thread-block schedule, and tensor cores or cuSPARSE by a cost model calibrated on the H100.
  * Pure host code: every device property (SMs, resident thread blocks per SM) is passed in,
  * so that the CPU tests and the refit helper (bench/fit_model.py) run without a GPU.

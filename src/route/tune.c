@@ -105,7 +105,7 @@ static int tc_tune_step(tcsparseHandle_t h, struct tc_plan *p, const tc_call_kin
      * call follows other kernels, with their own data in L2 and their own shared memory
      * carveout (switching to and from the wide-L1 instance's costs time; measured back to
      * back, that instance won samples on ogbl-ddi that it lost 3-7% in the benchmark's
-     * interleaved loop, docs/performance.md "Sixteenth session") */
+     * interleaved loop) */
     int k = -1;
     for (int j = 1; j <= x->ncand && k < 0; j++) {
         const int i = (x->next + j) % x->ncand;

@@ -10,7 +10,7 @@ extern "C" {
  * launch it, and wait for it, just before timing a plan build: after the host's own work
  * (reading and parsing the next input) the first kernel launch cost 30-47 us of host time on
  * the H100 machine, against 6-10 us for the next ones, whatever the kernel; a memset does
- * not take that cost (docs/performance.md, "Twelfth session" and "Nineteenth session"). */
+ * not take that cost. */
 cudaError_t tc_util_launch_nop(cudaStream_t s);
 
 #ifdef __cplusplus
