@@ -6,7 +6,7 @@
  * columns spread over a band of 50 x that many columns, or over all columns when argv[4] is
  * "uniform"; N = argv[1] (default 32).
  * Prints the median of 3000 calls: host time (clock around the call) and event time.
- * Build and run from a configured build tree (docs/performance.md, "Per-call host time"):
+ * Build and run from a configured build tree (docs/performance.md, "Interposer"):
  *   gcc -O2 -o hostcost $SRC/bench/hostcost.c -I$SRC/include -I/usr/local/cuda/include \
  *       -L.libs -L/usr/local/cuda/lib64 -ltcsparse -lcusparse -lcudart -lcuda
  *   LD_LIBRARY_PATH=.libs ./hostcost 32 */

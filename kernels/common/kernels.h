@@ -174,7 +174,8 @@ typedef struct {
 /* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J
  * columns a warp) and, for plain TF32 J = 4, the wide-L1 instance.  Which is fastest depends
- * on the plan and N in ways no rule fitted so far separates (docs/performance.md), so the first executions of a kind of call measure them (src/route/tune.c). */
+ * on the plan and N in ways no rule fitted so far separates (docs/performance.md), so the
+ * first executions of a kind of call measure them (src/route/tune.c). */
 enum { TC_SPMM_VAR_RULE = 0, TC_SPMM_VAR_J4 = 1, TC_SPMM_VAR_J4_WIDE = 2, TC_SPMM_VAR_J8 = 3 };
 #define TC_SPMM_MAX_VARIANTS 3
 /* The variants worth measuring for a call (a->variant ignored), the launcher's own choice

@@ -21,7 +21,7 @@ constexpr int kGroup = 4;       // blocks whose B loads a warp issues together
 constexpr int kMaxCtaWarps = 4;
 
 #ifndef TC_PREFETCH_META
-#define TC_PREFETCH_META 0 // experiment, off: see docs/performance.md, "Kernel tuning knobs"
+#define TC_PREFETCH_META 0 // experiment: prefetch the next block's metadata; off by default
 #endif
 #ifndef TC_MIN_BLOCKS
 #define TC_MIN_BLOCKS 0

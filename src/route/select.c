@@ -219,8 +219,8 @@ int64_t tc_select_default_chunk_blocks(int64_t blocks, int sm_count)
 }
 
 /* Resident thread blocks per SM on the H100 (65536 registers, 64 warps, 32 blocks, 228 KB
- * shared memory per SM) from the kernels' register counts (docs/performance.md, kernel
- * notes): SpMM TF32 64 (72 balanced), 3xTF32 93, 16-bit 90 registers, 5.4 KB shared;
+ * shared memory per SM) from the kernels' register counts (docs/performance.md, "Kernel
+ * resources"): SpMM TF32 64 (72 balanced), 3xTF32 93, 16-bit 90 registers, 5.4 KB shared;
  * SDDMM (the pipelined kernel, kernels/sddmm/sddmm_kernel_pipe.cuh) 4 warps, 6 blocks
  * (3xTF32: 5, by registers; 5 by shared memory from FP32 K > 160). */
 int tc_select_h100_bps(int op, int prec, int warps, int balanced)
