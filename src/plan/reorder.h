@@ -1,4 +1,4 @@
-/* Row reordering for the tensor-core plan (issue 7; docs/reorder.md).
+/* Row reordering for the tensor-core plan (docs/reorder.md).
  *
  * Only rows move.  An ordering is a permutation order[0..rows): order[i] is the caller's row
  * placed at position i, so window w holds the caller's rows order[16w .. 16w+15].  The plan
