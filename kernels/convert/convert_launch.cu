@@ -1,4 +1,9 @@
-// Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method).
+// Launcher of the GPU ME-TCF conversion (see convert_kernel.cuh for the method): the
+// window-local kernels' shared memory (local_ready) and tc_convert_gpu; the conversion's memory
+// and side stream are in convert_resources.cu.  One file because every kernel of the
+// conversion is instantiated here, in the object where local_ready sets their attributes (an
+// instance taken in another .cu would be another copy of the kernel), and the paths of
+// tc_convert_gpu share its locals, the layout of the plan and of the scratch.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +18,13 @@
 #include "kernels.h"
 #include "occupancy_cache.cuh"
 #include "convert_kernel.cuh"
+#include "convert_resources.cuh"
+
+using namespace tc_convert;
+
+namespace tc_convert {
+int local_state[64]; // 0 not tried, 1 ready, -1 not possible (local_ready)
+} // namespace tc_convert
 
 namespace {
 
@@ -26,253 +38,12 @@ int bits_for(int64_t v) // bits needed to represent values in [0, v)
 
 unsigned grid_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
-// The conversion's scratch comes from a memory pool of its own per device, which keeps up
-// to tc_convert_extra::keep_scratch bytes mapped between conversions: with the default pool's
-// release threshold (0) every conversion would map its scratch afresh (keeping it saved 5-7%
-// of a build on the H100).  Where pools are not supported, a plain cudaMalloc serves.
-std::mutex pool_mu;
-cudaMemPool_t pools[64];
-bool pool_tried[64];
-unsigned long long pool_keep[64]; // the release threshold last set (+1; 0: none yet)
-
-// The current device as an index into pools, or -1.
-int pool_device()
-{
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return -1;
-    }
-    return dev;
-}
-
-cudaMemPool_t scratch_pool(size_t keep, cudaStream_t s)
-{
-    const int dev = pool_device();
-    if (dev < 0)
-        return nullptr;
-    std::lock_guard<std::mutex> g(pool_mu);
-    bool fresh = false;
-    if (!pool_tried[dev]) {
-        pool_tried[dev] = true;
-        pool_keep[dev] = 0;
-        int ok = 0;
-        cudaMemPoolProps pr{};
-        pr.allocType = cudaMemAllocationTypePinned;
-        pr.location.type = cudaMemLocationTypeDevice;
-        pr.location.id = dev;
-        if (cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) != cudaSuccess ||
-            !ok || cudaMemPoolCreate(&pools[dev], &pr) != cudaSuccess)
-            pools[dev] = nullptr;
-        (void)cudaGetLastError();
-        fresh = pools[dev] != nullptr;
-    }
-    if (pools[dev] != nullptr && pool_keep[dev] != (unsigned long long)keep + 1) {
-        // set when it changes only: the call costs the host microseconds, twice a build
-        unsigned long long t = keep;
-        if (cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &t) ==
-            cudaSuccess)
-            pool_keep[dev] = (unsigned long long)keep + 1;
-        else
-            (void)cudaGetLastError();
-    }
-    if (fresh && keep > 0) {
-        // The pool's first mapping made as large as it may keep: later scratch and plans up
-        // to that size are carved from it.  Otherwise a build after one of a smaller matrix
-        // grew the pool on its path (ogbl-ddi after mdual on the H100: 0.20-0.24 ms against
-        // 0.15-0.17 for the next builds).  Skipped if the memory is not there.
-        void *p = nullptr;
-        if (cudaMallocFromPoolAsync(&p, keep, pools[dev], s) == cudaSuccess)
-            (void)cudaFreeAsync(p, s);
-        (void)cudaGetLastError();
-    }
-    return pools[dev];
-}
-
-size_t align16(size_t n) { return (n + 15) / 16 * 16; }
-
-// Out of memory: the pool's unused memory (up to keep bytes, mapped in chunks that may be too
-// small for this request) is given back once, after the stream's earlier frees have run, and
-// the caller tries again.  True when it could be done.
-bool pool_trim(cudaMemPool_t p, cudaStream_t s)
-{
-    (void)cudaGetLastError();
-    const bool ok =
-        cudaStreamSynchronize(s) == cudaSuccess && cudaMemPoolTrimTo(p, 0) == cudaSuccess;
-    (void)cudaGetLastError();
-    return ok;
-}
-
-// A pool that failed an allocation for another reason than memory (a stale handle after
-// cudaDeviceReset, for one) is looked up again on the next conversion.
-void scratch_pool_forget()
-{
-    const int dev = pool_device();
-    if (dev < 0)
-        return;
-    std::lock_guard<std::mutex> g(pool_mu);
-    pool_tried[dev] = false;
-}
-
-// One scratch allocation, carved into parts: stream-ordered from the pool, else a plain
-// cudaMalloc (freed after the conversion's synchronisation, which precedes the destructor
-// on every path of tc_convert_gpu).
-struct Scratch {
-    cudaStream_t s;
-    char *base = nullptr;
-    size_t used = 0;
-    bool plain = false;
-    explicit Scratch(cudaStream_t st) : s(st) {}
-    cudaError_t alloc(size_t bytes, size_t keep)
-    {
-        cudaMemPool_t p = scratch_pool(keep, s);
-        if (p != nullptr) {
-            cudaError_t e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), bytes, p, s);
-            if (e == cudaErrorMemoryAllocation && pool_trim(p, s))
-                e = cudaMallocFromPoolAsync(reinterpret_cast<void **>(&base), bytes, p, s);
-            if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
-                return e;
-            (void)cudaGetLastError();
-            scratch_pool_forget();
-            base = nullptr;
-        }
-        plain = true;
-        return cudaMalloc(reinterpret_cast<void **>(&base), bytes);
-    }
-    template <class T> T *take(size_t bytes)
-    {
-        T *p = reinterpret_cast<T *>(base + used);
-        used += align16(bytes);
-        return p;
-    }
-    ~Scratch()
-    {
-        if (base != nullptr && plain)
-            cudaFree(base);
-        else if (base != nullptr)
-            cudaFreeAsync(base, s);
-    }
-};
-
-// The plan's schedule (statistics, chunk numbering, chunk list) needs only the window
-// offsets, so it runs on a second stream beside the placing pass: on inputs of few long
-// windows that pass fills a fraction of the GPU (ogbl-ddi: 267 thread blocks), and the
-// schedule's four launches otherwise ran after it.  Each conversion takes a side stream and
-// its two events for itself (one stream shared by all would tie a conversion to others'
-// streams through their fork waits), from a per-device cache that keeps them for the next
-// conversion: creating them cost the host about 10 us a build on the H100, on the path to
-// the placing pass.  At most as many sets as conversions ever ran at once, kept for the
-// process's life.  Where they cannot be had, everything runs on the caller's stream.
-struct SideSet {
-    cudaStream_t st;
-    cudaEvent_t fork, join;
-};
-std::mutex side_mu;
-std::vector<SideSet> side_free[64];
-
-void side_destroy(const SideSet &x)
-{
-    if (x.st != nullptr)
-        (void)cudaStreamDestroy(x.st);
-    if (x.fork != nullptr)
-        (void)cudaEventDestroy(x.fork);
-    if (x.join != nullptr)
-        (void)cudaEventDestroy(x.join);
-    (void)cudaGetLastError();
-}
-
-bool side_take(int dev, SideSet &x)
-{
-    {
-        std::lock_guard<std::mutex> g(side_mu);
-        if (!side_free[dev].empty()) {
-            x = side_free[dev].back();
-            side_free[dev].pop_back();
-            return true;
-        }
-    }
-    x = SideSet{nullptr, nullptr, nullptr};
-    if (cudaStreamCreateWithFlags(&x.st, cudaStreamNonBlocking) == cudaSuccess &&
-        cudaEventCreateWithFlags(&x.fork, cudaEventDisableTiming) == cudaSuccess &&
-        cudaEventCreateWithFlags(&x.join, cudaEventDisableTiming) == cudaSuccess)
-        return true;
-    side_destroy(x);
-    return false;
-}
-
-// The fork is in two steps: mark() once the window offsets are written on the caller's stream
-// (one event record, before the placing kernels are launched), fork() after them (the side
-// stream waits for the mark; the schedule's kernels then go there).  join() before the summary
-// is read back, and on every failure path before the scratch and the plan are released.
-struct SideFork {
-    cudaStream_t s;
-    SideSet x{nullptr, nullptr, nullptr};
-    int dev = -1;
-    bool marked = false, forked = false, healthy = true;
-
-    explicit SideFork(cudaStream_t st) : s(st) {}
-    void mark()
-    {
-        const bool off = !tc_config_get()->convert.side; // 0: all on the caller's stream
-        if (off || (dev = pool_device()) < 0 || !side_take(dev, x))
-            return;
-        if (cudaEventRecord(x.fork, s) != cudaSuccess) {
-            (void)cudaGetLastError();
-            healthy = false;
-            return;
-        }
-        marked = true;
-    }
-    // The stream the schedule's kernels go to.
-    cudaStream_t fork()
-    {
-        if (!marked)
-            return s;
-        marked = false;
-        if (cudaStreamWaitEvent(x.st, x.fork, 0) != cudaSuccess) {
-            (void)cudaGetLastError();
-            healthy = false;
-            return s;
-        }
-        forked = true;
-        return x.st;
-    }
-    cudaError_t join()
-    {
-        if (!forked)
-            return cudaSuccess;
-        forked = false;
-        cudaError_t e = cudaEventRecord(x.join, x.st);
-        if (e == cudaSuccess)
-            e = cudaStreamWaitEvent(s, x.join, 0);
-        if (e != cudaSuccess) { // the caller's stream cannot wait for it: the host does
-            healthy = false;
-            (void)cudaStreamSynchronize(x.st);
-        }
-        return e;
-    }
-    ~SideFork()
-    {
-        (void)join();
-        if (x.st == nullptr)
-            return;
-        if (healthy) { // a later record replaces a pending one; waits already queued keep theirs
-            std::lock_guard<std::mutex> g(side_mu);
-            side_free[dev].push_back(x);
-        } else {
-            (void)cudaStreamSynchronize(x.st); // a stream is destroyed once its work is done
-            side_destroy(x);
-        }
-    }
-};
-
 // Once per device: the long window_local kernels' limit of dynamic shared memory raised to
 // their largest bitmap (kLocalMaxSmem), if the device can give that plus their static shared
 // memory to a thread block.  One value for every matrix: a limit fitted to each would race
 // with other threads' launches (a smaller limit set between another thread's setting and
 // its launch made that launch fail).  False: the conversion takes the sort.
 constexpr int kLocalMaxSmem = (int)(2 * sizeof(unsigned) * (tc::kLocalMaxCols / 32));
-int local_state[64]; // 0 not tried, 1 ready, -1 not possible
 // Per device, filled with local_state: shared memory an SM has, and that each thread block
 // takes besides its dynamic part (the runtime's reserve and the largest static shared memory
 // of the long kinds' kernels): for the staging area's fit (local_fit_stage).
@@ -280,39 +51,6 @@ struct LocalSmem {
     int per_sm, per_block;
 };
 LocalSmem local_smem_info[64];
-
-// The context the per-device caches above were filled in (tc_context_id; 0: none seen).  When
-// the device's context is a new one (cudaDeviceReset ended the old), the caches are dropped:
-// the pool, the side streams and events and the kernels' shared-memory limit died with the
-// old context.  Their handles are forgotten, not destroyed (they are no longer valid).
-unsigned long long context_seen[64];
-
-void caches_follow_context()
-{
-    const int dev = pool_device();
-    if (dev < 0)
-        return;
-    unsigned long long id = tc_context_id();
-    if (id == 0) { // none current on this thread yet: this makes the device's primary one current
-        (void)cudaFree(nullptr);
-        (void)cudaGetLastError();
-        id = tc_context_id();
-    }
-    if (id == 0)
-        return;
-    std::lock_guard<std::mutex> g(pool_mu);
-    if (context_seen[dev] == id)
-        return;
-    if (context_seen[dev] != 0) {
-        pools[dev] = nullptr;
-        pool_tried[dev] = false;
-        pool_keep[dev] = 0;
-        local_state[dev] = 0;
-        std::lock_guard<std::mutex> h(side_mu);
-        side_free[dev].clear();
-    }
-    context_seen[dev] = id;
-}
 
 // The placing pass's staging area (stage_cap nonzeros, 5 bytes each) shrunk, when that lets
 // its thread blocks run in fewer waves, to the largest that does so and still holds a mean
@@ -418,18 +156,6 @@ tcsparseStatus_t fail_cuda(cudaError_t e, const char *what, char *err, size_t n)
             goto done;                                                                     \
         }                                                                                  \
     } while (0)
-
-extern "C" void tc_dev_metcf_free(tc_dev_metcf *m)
-{
-    // cudaFree waits for the device before it frees a cudaMalloc allocation, but not before
-    // it frees one from a pool: the plan may still be read by kernels on any stream
-    if (m->pooled && m->win_off != nullptr)
-        (void)cudaDeviceSynchronize();
-    cudaFree(m->win_off); // the one allocation of the plan's arrays and schedule
-    if (!m->win_row_inside)
-        cudaFree(m->win_row);
-    *m = tc_dev_metcf{};
-}
 
 extern "C" int tc_convert_can_order(const tc_convert_input *in)
 {

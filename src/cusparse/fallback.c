@@ -3,7 +3,9 @@
  * SpMM/SDDMM preprocessing data to its own descriptors, so a mirror must live as long as the
  * tcsparse descriptor.  The mirrors are caches, which is why they are updated through const
  * descriptors.  Pointer changes made through the tcsparse setters reach a mirror through
- * cuSPARSE's own setters when the mirror is next used. */
+ * cuSPARSE's own setters when the mirror is next used.  One file, as the one place that calls
+ * cuSPARSE: the mirrors, the buffer check and the CSR_ALG3 workspaces act on the same cuSPARSE
+ * objects and the same entry points (tc_cusparse_real). */
 #include <string.h>
 
 #include "error.h"
@@ -307,62 +309,90 @@ static void tc_need_key_make(tc_need_key *k, const tc_cusp_call *c, int op, int 
     k->db2 = d2->batch_stride;
 }
 
-/* Callbacks of tc_buffer_ok: cuSPARSE's _bufferSize for the call on the mirrors. */
+/* One SpMM or SDDMM call, as its six entry points share it: the operands as cuSPARSE's call
+ * takes them (SpMM: sp = A, d1 = B, d2 = C; SDDMM: sp = C, d1 = A, d2 = B) and its settings. */
+typedef enum { TC_CUSP_SPMM, TC_CUSP_SDDMM } tc_cusp_op;
+typedef enum { TC_CUSP_BUFFER_SIZE, TC_CUSP_PREPROCESS, TC_CUSP_COMPUTE } tc_cusp_step;
 typedef struct {
-    const tc_cusp_call *c;
+    tc_cusp_op op;
     tcsparseOperation_t opA, opB;
     const void *alpha, *beta;
+    const struct tcsparseSpMatDescr *sp;
+    const struct tcsparseDnMatDescr *d1, *d2;
     cudaDataType ct;
-    tcsparseSpMMAlg_t alg;
-} tc_spmm_size_ctx;
-static cusparseStatus_t tc_spmm_size_cb(void *ctx, size_t *need)
+    int alg; /* tcsparseSpMMAlg_t or tcsparseSDDMMAlg_t */
+} tc_cusp_args;
+
+/* cuSPARSE's function of one step of the call on the mirrors in c; out is the size
+ * (_bufferSize) or the buffer. */
+static cusparseStatus_t tc_cusp_entry(const tc_cusp_call *c, const tc_cusp_args *a,
+                                      tc_cusp_step step, void *out)
 {
-    const tc_spmm_size_ctx *x = ctx;
-    return tc_cusparse_real.spmm_buffer_size(x->c->h, (cusparseOperation_t)x->opA,
-                                             (cusparseOperation_t)x->opB, x->alpha, x->c->sp,
-                                             x->c->d1, x->beta, x->c->d2, x->ct,
-                                             (cusparseSpMMAlg_t)x->alg, need);
-}
-typedef struct {
-    const tc_cusp_call *c;
-    tcsparseOperation_t opA, opB;
-    const void *alpha, *beta;
-    cudaDataType ct;
-    tcsparseSDDMMAlg_t alg;
-} tc_sddmm_size_ctx;
-static cusparseStatus_t tc_sddmm_size_cb(void *ctx, size_t *need)
-{
-    const tc_sddmm_size_ctx *x = ctx;
-    return tc_cusparse_real.sddmm_buffer_size(x->c->h, (cusparseOperation_t)x->opA,
-                                              (cusparseOperation_t)x->opB, x->alpha, x->c->d1,
-                                              x->c->d2, x->beta, x->c->sp, x->ct,
-                                              (cusparseSDDMMAlg_t)x->alg, need);
+    const cusparseOperation_t opA = (cusparseOperation_t)a->opA, opB = (cusparseOperation_t)a->opB;
+    if (a->op == TC_CUSP_SPMM) {
+        const cusparseSpMMAlg_t alg = (cusparseSpMMAlg_t)a->alg;
+        switch (step) {
+        case TC_CUSP_BUFFER_SIZE:
+            return tc_cusparse_real.spmm_buffer_size(c->h, opA, opB, a->alpha, c->sp, c->d1,
+                                                     a->beta, c->d2, a->ct, alg, (size_t *)out);
+        case TC_CUSP_PREPROCESS:
+            return tc_cusparse_real.spmm_preprocess(c->h, opA, opB, a->alpha, c->sp, c->d1,
+                                                    a->beta, c->d2, a->ct, alg, out);
+        default:
+            return tc_cusparse_real.spmm(c->h, opA, opB, a->alpha, c->sp, c->d1, a->beta, c->d2,
+                                         a->ct, alg, out);
+        }
+    }
+    const cusparseSDDMMAlg_t alg = (cusparseSDDMMAlg_t)a->alg;
+    switch (step) {
+    case TC_CUSP_BUFFER_SIZE:
+        return tc_cusparse_real.sddmm_buffer_size(c->h, opA, opB, a->alpha, c->d1, c->d2, a->beta,
+                                                  c->sp, a->ct, alg, (size_t *)out);
+    case TC_CUSP_PREPROCESS:
+        return tc_cusparse_real.sddmm_preprocess(c->h, opA, opB, a->alpha, c->d1, c->d2, a->beta,
+                                                 c->sp, a->ct, alg, out);
+    default:
+        return tc_cusparse_real.sddmm(c->h, opA, opB, a->alpha, c->d1, c->d2, a->beta, c->sp,
+                                      a->ct, alg, out);
+    }
 }
 
-/* tc_buffer_ok for an SpMM or SDDMM call on the mirrors in c. */
-static tcsparseStatus_t tc_spmm_buffer_ok(const char *fn, const tc_cusp_call *c,
-                                          tcsparseOperation_t opA, tcsparseOperation_t opB,
-                                          const void *alpha, tcsparseConstSpMatDescr_t A,
-                                          tcsparseConstDnMatDescr_t B, const void *beta,
-                                          tcsparseConstDnMatDescr_t C, cudaDataType ct,
-                                          tcsparseSpMMAlg_t alg, const void *buffer)
+/* tc_buffer_ok's size: cuSPARSE's _bufferSize for the call on the mirrors. */
+typedef struct {
+    const tc_cusp_call *c;
+    const tc_cusp_args *a;
+} tc_cusp_size_ctx;
+static cusparseStatus_t tc_cusp_size_cb(void *ctx, size_t *need)
 {
-    tc_spmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
-    tc_need_key k;
-    tc_need_key_make(&k, c, 0, (int)opA, (int)opB, (int)alg, ct, A, B, C);
-    return tc_buffer_ok(fn, &k, buffer, tc_spmm_size_cb, &sc);
+    const tc_cusp_size_ctx *x = ctx;
+    return tc_cusp_entry(x->c, x->a, TC_CUSP_BUFFER_SIZE, need);
 }
-static tcsparseStatus_t tc_sddmm_buffer_ok(const char *fn, const tc_cusp_call *c,
-                                           tcsparseOperation_t opA, tcsparseOperation_t opB,
-                                           const void *alpha, tcsparseConstDnMatDescr_t A,
-                                           tcsparseConstDnMatDescr_t B, const void *beta,
-                                           tcsparseConstSpMatDescr_t C, cudaDataType ct,
-                                           tcsparseSDDMMAlg_t alg, const void *buffer)
+
+/* The six entry points: the handle's cuSPARSE handle and the mirrors, the caller's buffer
+ * checked (all but _bufferSize), then cuSPARSE's function; out is the size or the buffer. */
+static tcsparseStatus_t tc_cusp_run(tcsparseHandle_t h, const tc_cusp_args *a, tc_cusp_step step,
+                                    void *out)
 {
-    tc_sddmm_size_ctx sc = {c, opA, opB, alpha, beta, ct, alg};
-    tc_need_key k;
-    tc_need_key_make(&k, c, 1, (int)opA, (int)opB, (int)alg, ct, C, A, B);
-    return tc_buffer_ok(fn, &k, buffer, tc_sddmm_size_cb, &sc);
+    static const char *const fn[2][3] = {
+        {NULL, "tcsparseSpMM_preprocess", "tcsparseSpMM"},
+        {NULL, "tcsparseSDDMM_preprocess", "tcsparseSDDMM"}};
+    static const char *const name[2][3] = {
+        {"cusparseSpMM_bufferSize", "cusparseSpMM_preprocess", "cusparseSpMM"},
+        {"cusparseSDDMM_bufferSize", "cusparseSDDMM_preprocess", "cusparseSDDMM"}};
+    tc_cusp_call c;
+    tcsparseStatus_t st = tc_cusp_prepare(h, a->sp, a->d1, a->d2, &c);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    if (step != TC_CUSP_BUFFER_SIZE) {
+        tc_cusp_size_ctx sc = {&c, a};
+        tc_need_key k;
+        tc_need_key_make(&k, &c, (int)a->op, (int)a->opA, (int)a->opB, a->alg, a->ct, a->sp,
+                         a->d1, a->d2);
+        st = tc_buffer_ok(fn[a->op][step], &k, out, tc_cusp_size_cb, &sc);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st;
+    }
+    return tc_error_cusparse(tc_cusp_entry(&c, a, step, out), name[a->op][step]);
 }
 
 tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -372,15 +402,9 @@ tcsparseStatus_t tc_fallback_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperat
                                               tcsparseDnMatDescr_t C, cudaDataType ct,
                                               tcsparseSpMMAlg_t alg, size_t *size)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
-    alg = tc_spmm_alg(alg, B, C);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.spmm_buffer_size(c.h, (cusparseOperation_t)opA,
-                                                     (cusparseOperation_t)opB, alpha, c.sp, c.d1,
-                                                     beta, c.d2, ct, (cusparseSpMMAlg_t)alg, size),
-                             "cusparseSpMM_bufferSize");
+    const tc_cusp_args a = {TC_CUSP_SPMM, opA, opB, alpha, beta, A, B, C, ct,
+                            (int)tc_spmm_alg(alg, B, C)};
+    return tc_cusp_run(h, &a, TC_CUSP_BUFFER_SIZE, size);
 }
 
 tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -390,19 +414,9 @@ tcsparseStatus_t tc_fallback_spmm_preprocess(tcsparseHandle_t h, tcsparseOperati
                                              tcsparseDnMatDescr_t C, cudaDataType ct,
                                              tcsparseSpMMAlg_t alg, void *buffer)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
-    alg = tc_spmm_alg(alg, B, C);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    st = tc_spmm_buffer_ok("tcsparseSpMM_preprocess", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.spmm_preprocess(c.h, (cusparseOperation_t)opA,
-                                                     (cusparseOperation_t)opB, alpha, c.sp, c.d1,
-                                                     beta, c.d2, ct, (cusparseSpMMAlg_t)alg,
-                                                     buffer),
-                             "cusparseSpMM_preprocess");
+    const tc_cusp_args a = {TC_CUSP_SPMM, opA, opB, alpha, beta, A, B, C, ct,
+                            (int)tc_spmm_alg(alg, B, C)};
+    return tc_cusp_run(h, &a, TC_CUSP_PREPROCESS, buffer);
 }
 
 tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -411,18 +425,9 @@ tcsparseStatus_t tc_fallback_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                   const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
                                   tcsparseSpMMAlg_t alg, void *buffer)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, A, B, C, &c);
-    alg = tc_spmm_alg(alg, B, C);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    st = tc_spmm_buffer_ok("tcsparseSpMM", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.spmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
-                                          alpha, c.sp, c.d1, beta, c.d2, ct,
-                                          (cusparseSpMMAlg_t)alg, buffer),
-                             "cusparseSpMM");
+    const tc_cusp_args a = {TC_CUSP_SPMM, opA, opB, alpha, beta, A, B, C, ct,
+                            (int)tc_spmm_alg(alg, B, C)};
+    return tc_cusp_run(h, &a, TC_CUSP_COMPUTE, buffer);
 }
 
 tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -432,15 +437,8 @@ tcsparseStatus_t tc_fallback_sddmm_buffer_size(tcsparseHandle_t h, tcsparseOpera
                                                tcsparseSpMatDescr_t C, cudaDataType ct,
                                                tcsparseSDDMMAlg_t alg, size_t *size)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.sddmm_buffer_size(c.h, (cusparseOperation_t)opA,
-                                                      (cusparseOperation_t)opB, alpha, c.d1, c.d2,
-                                                      beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
-                                                      size),
-                             "cusparseSDDMM_bufferSize");
+    const tc_cusp_args a = {TC_CUSP_SDDMM, opA, opB, alpha, beta, C, A, B, ct, (int)alg};
+    return tc_cusp_run(h, &a, TC_CUSP_BUFFER_SIZE, size);
 }
 
 tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -450,18 +448,8 @@ tcsparseStatus_t tc_fallback_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperat
                                               tcsparseSpMatDescr_t C, cudaDataType ct,
                                               tcsparseSDDMMAlg_t alg, void *buffer)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    st = tc_sddmm_buffer_ok("tcsparseSDDMM_preprocess", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.sddmm_preprocess(c.h, (cusparseOperation_t)opA,
-                                                      (cusparseOperation_t)opB, alpha, c.d1, c.d2,
-                                                      beta, c.sp, ct, (cusparseSDDMMAlg_t)alg,
-                                                      buffer),
-                             "cusparseSDDMM_preprocess");
+    const tc_cusp_args a = {TC_CUSP_SDDMM, opA, opB, alpha, beta, C, A, B, ct, (int)alg};
+    return tc_cusp_run(h, &a, TC_CUSP_PREPROCESS, buffer);
 }
 
 tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -470,17 +458,8 @@ tcsparseStatus_t tc_fallback_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                                    const void *beta, tcsparseSpMatDescr_t C, cudaDataType ct,
                                    tcsparseSDDMMAlg_t alg, void *buffer)
 {
-    tc_cusp_call c;
-    tcsparseStatus_t st = tc_cusp_prepare(h, C, A, B, &c);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    st = tc_sddmm_buffer_ok("tcsparseSDDMM", &c, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return st;
-    return tc_error_cusparse(tc_cusparse_real.sddmm(c.h, (cusparseOperation_t)opA, (cusparseOperation_t)opB,
-                                           alpha, c.d1, c.d2, beta, c.sp, ct,
-                                           (cusparseSDDMMAlg_t)alg, buffer),
-                             "cusparseSDDMM");
+    const tc_cusp_args a = {TC_CUSP_SDDMM, opA, opB, alpha, beta, C, A, B, ct, (int)alg};
+    return tc_cusp_run(h, &a, TC_CUSP_COMPUTE, buffer);
 }
 
 /* ---- cuSPARSE CSR_ALG3 with workspaces of the handle's own -------------------------------

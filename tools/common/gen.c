@@ -1,5 +1,8 @@
 /* Deterministic matrix generators.  Every random draw comes from xoshiro256** streams
- * seeded through splitmix64, so a (spec, seed) pair names one matrix on every machine. */
+ * seeded through splitmix64, so a (spec, seed) pair names one matrix on every machine.  It
+ * stays one file: every generator draws from those file-local streams (rng_t) and shares the
+ * CSR helpers, and the spec parser calls the generators, all of which a split would have to
+ * expose in a header. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* stat */
 #endif

@@ -1,7 +1,9 @@
 /* Matrix Market coordinate reader.  One parser runs over a "line source" that hides
  * where the bytes come from (a zlib gzFile, which reads plain and gzip files alike, a
  * plain memory buffer, or a gzip memory buffer inflated on the fly), so the file and
- * memory entry points cannot drift apart. */
+ * memory entry points cannot drift apart.  It stays one file: every parser works on that
+ * file-local line source and its error reporting (fail), which a split would have to expose
+ * in a header. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* strcasecmp */
 #endif
