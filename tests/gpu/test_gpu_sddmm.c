@@ -17,6 +17,7 @@
 #include "gen.h"
 #include "halfconv.h"
 #include "testutil.h"
+#include "gpu_test.h"
 
 typedef struct {
     int64_t K;
@@ -44,42 +45,6 @@ static double bound_for(const sddmm_case *k)
 static int forced_tc(tcsparseRoute_t r)
 {
     return r == TCSPARSE_ROUTE_TC || r == TCSPARSE_ROUTE_TC_BASE || r == TCSPARSE_ROUTE_TC_BALANCED;
-}
-
-static size_t esize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
-
-/* Stores v as type t at p[i], returning the value actually stored (after rounding). */
-static double put(void *p, size_t i, cudaDataType t, double v)
-{
-    if (t == CUDA_R_32F) {
-        ((float *)p)[i] = (float)v;
-        return (float)v;
-    }
-    uint16_t h = tc_f2h((float)v);
-    ((uint16_t *)p)[i] = h;
-    return tc_h2f(h);
-}
-
-static double get(const void *p, size_t i, cudaDataType t)
-{
-    return t == CUDA_R_32F ? ((const float *)p)[i] : tc_h2f(((const uint16_t *)p)[i]);
-}
-
-static void put_index(void *p, size_t i, int is64, int64_t v)
-{
-    if (is64)
-        ((int64_t *)p)[i] = v;
-    else
-        ((int32_t *)p)[i] = (int32_t)v;
-}
-
-static void *to_device(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
 }
 
 static uint64_t seed = 4242;
@@ -258,12 +223,6 @@ static void sweep(const tc_csr *m, const char *name, const int64_t *ks, int nk)
 }
 
 static const int64_t all_k[] = {1, 8, 17, 32, 64, 128, 256};
-
-static void gen_or_fail(const char *spec, tc_csr *m)
-{
-    char err[256];
-    cr_assert_eq(tc_gen_from_spec(spec, m, err, sizeof err), 0, "%s: %s", spec, err);
-}
 
 Test(gpu_sddmm, rmat_power_law)
 {
