@@ -24,8 +24,8 @@ int tc_test_gpu_available(char *why, size_t n)
         why[0] = '\0';
     /* GPU tests keep each descriptor's plan in the caller's order: late ordering, the
      * library's default, would swap plans in the middle of the call series whose routes,
-     * tuning and bitwise repeatability they assert.  tests/gpu/test_gpu_late.c tests it;
-     * TCSPARSE_REORDER set by whoever runs the tests is kept. */
+     * tuning and bitwise repeatability they assert.  tests/gpu/test_gpu_late.c and
+     * test_gpu_late_mixed.c test it; TCSPARSE_REORDER set by whoever runs the tests is kept. */
     setenv("TCSPARSE_REORDER", "off", 0);
     tc_config_reload();
     return 1;

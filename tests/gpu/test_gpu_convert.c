@@ -15,23 +15,7 @@
 #include "reorder.h"
 #include "kernels.h"
 #include "testutil.h"
-
-static void put_index(void *p, size_t i, int is64, int64_t v)
-{
-    if (is64)
-        ((int64_t *)p)[i] = v;
-    else
-        ((int32_t *)p)[i] = (int32_t)v;
-}
-
-static void *to_device(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-}
+#include "gpu_test.h"
 
 static void *from_device(const void *d, size_t bytes)
 {

@@ -17,33 +17,7 @@
 #include "gen.h"
 #include "halfconv.h"
 #include "testutil.h"
-
-static size_t esize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
-
-static double put(void *p, size_t i, cudaDataType t, double v)
-{
-    if (t == CUDA_R_32F) {
-        ((float *)p)[i] = (float)v;
-        return (float)v;
-    }
-    uint16_t h = tc_f2h((float)v);
-    ((uint16_t *)p)[i] = h;
-    return tc_h2f(h);
-}
-
-static double get(const void *p, size_t i, cudaDataType t)
-{
-    return t == CUDA_R_32F ? ((const float *)p)[i] : tc_h2f(((const uint16_t *)p)[i]);
-}
-
-static void *to_device(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-}
+#include "gpu_test.h"
 
 typedef struct {
     cudaDataType t; /* A, B and C */

@@ -4,7 +4,9 @@
  * K in {1, 8, 17, 32, 64, 128, 256} and beyond one staged tile of A, on generated patterns of
  * every shape class and, when TC_DATA_DIR is set, real ones.  On the forced tensor-core
  * route, the operands' padding, the rows of A whose rows of C are empty and the columns of B
- * outside C's pattern are NaN: the kernel must never let them reach a written nonzero. */
+ * outside C's pattern are NaN: the kernel must never let them reach a written nonzero.
+ * One file over 600 lines: every test, the measurement and tuning ones too, runs its calls
+ * through run_case, and the two of those are too few for a program of their own. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "gen.h"
 #include "halfconv.h"
 #include "testutil.h"
+#include "gpu_test.h"
 
 typedef struct {
     int64_t K;
@@ -44,42 +47,6 @@ static double bound_for(const sddmm_case *k)
 static int forced_tc(tcsparseRoute_t r)
 {
     return r == TCSPARSE_ROUTE_TC || r == TCSPARSE_ROUTE_TC_BASE || r == TCSPARSE_ROUTE_TC_BALANCED;
-}
-
-static size_t esize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
-
-/* Stores v as type t at p[i], returning the value actually stored (after rounding). */
-static double put(void *p, size_t i, cudaDataType t, double v)
-{
-    if (t == CUDA_R_32F) {
-        ((float *)p)[i] = (float)v;
-        return (float)v;
-    }
-    uint16_t h = tc_f2h((float)v);
-    ((uint16_t *)p)[i] = h;
-    return tc_h2f(h);
-}
-
-static double get(const void *p, size_t i, cudaDataType t)
-{
-    return t == CUDA_R_32F ? ((const float *)p)[i] : tc_h2f(((const uint16_t *)p)[i]);
-}
-
-static void put_index(void *p, size_t i, int is64, int64_t v)
-{
-    if (is64)
-        ((int64_t *)p)[i] = v;
-    else
-        ((int32_t *)p)[i] = (int32_t)v;
-}
-
-static void *to_device(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    cr_assert_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        cr_assert_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
 }
 
 static uint64_t seed = 4242;
@@ -258,12 +225,6 @@ static void sweep(const tc_csr *m, const char *name, const int64_t *ks, int nk)
 }
 
 static const int64_t all_k[] = {1, 8, 17, 32, 64, 128, 256};
-
-static void gen_or_fail(const char *spec, tc_csr *m)
-{
-    char err[256];
-    cr_assert_eq(tc_gen_from_spec(spec, m, err, sizeof err), 0, "%s: %s", spec, err);
-}
 
 Test(gpu_sddmm, rmat_power_law)
 {

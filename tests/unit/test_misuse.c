@@ -1,9 +1,10 @@
-/* Misuse of the API without a GPU, beyond what test_api.c covers with hand-made dead objects:
- * real use after destroy and double destroy (the quarantine of plan.h keeps the shells, so
- * these are defined behaviour even under AddressSanitizer), objects of the wrong kind, type
- * and index-type mismatches, the threading rules (thread-local messages, a handle handed from
- * thread to thread, descriptors shared by threads with their own handles), and the plan
- * cache's configuration (TCSPARSE_CACHE_BYTES, TCSPARSE_X_FAULT_PLAN_ALLOC). */
+/* Misuse of the API without a GPU, beyond what test_api.c and test_api_descr.c cover with
+ * hand-made dead objects: real use after destroy and double destroy (the quarantine of plan.h
+ * keeps the shells, so these are defined behaviour even under AddressSanitizer), objects of
+ * the wrong kind, type and index-type mismatches, the threading rules (thread-local messages,
+ * a handle handed from thread to thread, descriptors shared by threads with their own
+ * handles), and the plan cache's configuration (TCSPARSE_CACHE_BYTES,
+ * TCSPARSE_X_FAULT_PLAN_ALLOC). */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <pthread.h>

@@ -1,5 +1,7 @@
 /* Matrix Market reader: good files, every malformed case with its line number, gzip
- * (files and memory), long lines, mutated inputs, and the shared data set when present. */
+ * (files and memory), long lines, mutated inputs, and the shared data set when present.  One
+ * file over 600 lines: every group of tests reads through the same data-directory and
+ * reader helpers, and each group is too small to be a program of its own. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <dirent.h>

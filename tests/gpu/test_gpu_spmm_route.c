@@ -1,0 +1,410 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
+/* Tensor-core SpMM on the GPU, how a call's path and kernel are chosen: the measured
+ * selection (TCSPARSE_SELECT=measure), the automatic route's measurement on the executions
+ * (also across a stream capture), the kernel forms the tuning knobs ask for, the wide-L1 rule
+ * and the kernel tuning on the executions.  Every call is checked against the CPU reference
+ * in double, as in test_gpu_spmm.c. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "config.h"
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "gen.h"
+#include "testutil.h"
+#include "spmm_case.h"
+
+/* TCSPARSE_SELECT=measure: _preprocess times the candidates into a scratch C (the caller's C
+ * is untouched until the execution), the decision is kept in the plan and read back. */
+Test(gpu_spmm, measured_selection)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("blocks:3000:16:400", &m);
+    setenv("TCSPARSE_SELECT", "measure", 1);
+    tc_config_reload();
+    for (int prec = 0; prec < 2; prec++) {
+        spmm_case k = base_case(64);
+        k.route = TCSPARSE_ROUTE_AUTO;
+        k.beta = 0.5f;
+        k.ab = prec ? CUDA_R_16F : CUDA_R_32F;
+        k.c = k.ab;
+        run_case(&m, &k, prec ? "measured f16" : "measured f32");
+    }
+    unsetenv("TCSPARSE_SELECT");
+    tc_config_reload();
+    tc_csr_free(&m);
+}
+
+/* The automatic route measures the candidate paths on the first executions of a kind of call
+ * and keeps the fastest (src/route/route.c); every one of those executions must be as correct as
+ * any other.  TCSPARSE_X_EXPLORE_FACTOR widens the candidates to every applicable path
+ * (TC base, balanced, cuSPARSE, and CSR_ALG3 for FP32). */
+Test(gpu_spmm, measured_on_calls)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1500:700:9", &m);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
+    const struct { cudaDataType t; int tf32; float beta; const char *name; } v[] = {
+        {CUDA_R_32F, 0, 0.5f, "3xtf32 beta=0.5"}, {CUDA_R_32F, 1, 0.0f, "tf32 beta=0"},
+        {CUDA_R_16F, 0, 0.0f, "f16 beta=0"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        spmm_case k = base_case(40);
+        k.route = TCSPARSE_ROUTE_AUTO;
+        k.preprocess = (int)(i % 2);
+        k.ab = k.c = v[i].t;
+        k.tf32 = v[i].tf32;
+        k.beta = v[i].beta;
+        k.repeat = 16; /* up to 4 paths x 3 samples, then the results of the last ones read */
+        k.explore = 1;
+        run_case(&m, &k, v[i].name);
+    }
+    setenv("TCSPARSE_SELECT", "model", 1); /* the model alone: nothing measured */
+    tc_config_reload();
+    spmm_case k = base_case(40);
+    k.route = TCSPARSE_ROUTE_AUTO;
+    k.repeat = 4;
+    k.explore = -1;
+    run_case(&m, &k, "model only");
+    unsetenv("TCSPARSE_SELECT");
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
+    tc_csr_free(&m);
+}
+
+/* A measurement in progress must not disturb a stream capture: samples recorded before the
+ * capture are not read inside it (an event query there invalidates a global-mode capture),
+ * the captured call takes the model's path, the graph replays correctly, and the
+ * measurement resumes after the capture and settles. */
+Test(gpu_spmm, measuring_then_capture)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1500:700:9", &m);
+    const int64_t M = m.rows, K = m.cols, N = 40;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m.nnz), *hB = malloc(sizeof *hB * (size_t)(K * N));
+    float *hC = malloc(sizeof *hC * (size_t)(M * N));
+    double *ref = calloc((size_t)(M * N), sizeof *ref);
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m.row_off[r];
+    for (int64_t e = 0; e < m.nnz; e++)
+        val[e] = (float)m.val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hB[i] = (float)urand();
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t e = m.row_off[r]; e < m.row_off[r + 1]; e++)
+            for (int64_t j = 0; j < N; j++)
+                ref[r * N + j] += (double)val[e] * hB[m.col[e] * N + j];
+    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
+    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
+    void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
+    void *d_C = NULL;
+    cr_assert_eq(cudaMalloc(&d_C, sizeof *hC * (size_t)(M * N)), cudaSuccess);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cudaStream_t cs;
+    cr_assert_eq(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    cr_assert_eq(tcsparseSetStream(h, cs), 0);
+    cr_assert_eq(tcsparseSetMathMode(h, TCSPARSE_MATH_TF32), 0);
+    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    const float alpha = 1.0f, beta = 0.0f;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
+    tcsparseRouteInfo_t ri;
+    for (int i = 0; i < 2; i++) { /* the measurement starts; its samples complete, unread */
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf), 0, "%s",
+                     tcsparseGetLastErrorMessage());
+        tcsparseGetLastRoute(h, &ri);
+        cr_assert(strncmp(ri.reason, "exploring", 9) == 0, "call %d: %s", i, ri.reason);
+    }
+    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    cr_assert_eq(cudaMemset(d_C, 0xff, sizeof *hC * (size_t)(M * N)), cudaSuccess); /* NaN */
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec;
+    cr_assert_eq(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal), cudaSuccess);
+    tcsparseStatus_t st = tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf);
+    cr_assert_eq(cudaStreamEndCapture(cs, &graph), cudaSuccess, "the capture was invalidated");
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "captured call: %s", tcsparseGetLastErrorMessage());
+    cr_assert_not_null(graph);
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "an error left behind by the captured call");
+    tcsparseGetLastRoute(h, &ri);
+    cr_assert(strncmp(ri.reason, "exploring", 9) != 0 || strstr(ri.reason, "sample ") == NULL,
+              "a sample was taken inside the capture: %s", ri.reason);
+    cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(exec, cs), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(hC, d_C, sizeof *hC * (size_t)(M * N), cudaMemcpyDeviceToHost), cudaSuccess);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        cr_assert(isfinite(hC[i]), "C[%lld] not written by the graph", (long long)i);
+        num += (hC[i] - ref[i]) * (hC[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    cr_assert(sqrt(num / den) <= 5e-3, "graph: relative error %.3e (%s)", sqrt(num / den), ri.kernel);
+    /* after the capture the measurement goes on and settles */
+    int calls = 0;
+    do {
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf), 0);
+        cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+        tcsparseGetLastRoute(h, &ri);
+    } while (strncmp(ri.reason, "measured on", 11) != 0 && ++calls < 20);
+    cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "did not settle: %s", ri.reason);
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaStreamDestroy(cs);
+    cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
+    free(off); free(val); free(hB); free(hC); free(ref);
+    tc_csr_free(&m);
+}
+
+/* The kernel forms the launcher only takes when a tuning knob asks (docs/performance.md,
+ * "Kernel tuning knobs"): the thread-block kernel (TCSPARSE_X_SPMM_PIPE=0, alone and with FP32
+ * J = 8), the pipelined ring at 4, 6 and 8 slots (TCSPARSE_X_SPMM_PIPE_STAGES) and FP32 J = 8
+ * (TCSPARSE_X_SPMM_J=8).  The test sets the knobs and reads the configuration again
+ * (tc_config_reload); the kernel's name proves the form ran. */
+typedef struct {
+    const char *var[2], *val[2];
+    const char *expect;  /* in the kernel's name (NULL: see reject) */
+    const char *reject;  /* never in it */
+    int fp32_only;       /* the expectation holds for FP32 kernels only (2: plain TF32 only) */
+} knob_set;
+
+static const knob_set knob_sets[] = {
+    {{"TCSPARSE_X_SPMM_PIPE", NULL}, {"0", NULL}, NULL, "_pipe", 0},
+    {{"TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_J"}, {"0", "8"}, "_j8", "_pipe", 1},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"4", NULL}, "_pipe", "_pipe6", 0},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"6", NULL}, "_pipe6", NULL, 0},
+    {{"TCSPARSE_X_SPMM_PIPE_STAGES", NULL}, {"8", NULL}, "_pipe8", NULL, 0},
+    {{"TCSPARSE_X_SPMM_J", NULL}, {"8", NULL}, "_j8_pipe", NULL, 1},
+    {{"TCSPARSE_X_SPMM_WIDE_L1", NULL}, {"1", NULL}, "_j4_pipe_l1", NULL, 2},
+    {{"TCSPARSE_X_SPMM_WIDE_L1", NULL}, {"0", NULL}, "_pipe", "_l1", 0},
+};
+
+/* a parameter is copied into the test's process: an index, not pointers */
+typedef struct {
+    int set;
+} knob_case;
+
+ParameterizedTestParameters(gpu_spmm, kernel_knobs)
+{
+    static knob_case knobs[sizeof knob_sets / sizeof knob_sets[0]];
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        knobs[i].set = (int)i;
+    return cr_make_param_array(knob_case, knobs, sizeof knobs / sizeof knobs[0]);
+}
+
+ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
+{
+    TC_REQUIRE_GPU();
+    const knob_set *kc = &knob_sets[kp->set];
+    for (int v = 0; v < 2; v++)
+        if (kc->var[v] != NULL)
+            setenv(kc->var[v], kc->val[v], 1);
+    tc_config_reload();
+    const prec_t precs[] = {all_precs[0], all_precs[1], all_precs[2], all_precs[5]};
+    const char *specs[2] = {"rmat:9:8", "uniform:1001:777:5"};
+    const int ns[2] = {7, 100};
+    for (int f = 0; f < 2; f++) {
+        tc_csr m;
+        gen_or_fail(specs[f], &m);
+        for (int i = 0; i < 2; i++)
+            for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+                for (int bal = 0; bal < 2; bal++) {
+                    spmm_case k = prec_case(ns[i], &precs[p], bal, i + (int)p);
+                    char label[200];
+                    snprintf(label, sizeof label, "%s=%s%s%s%s%s: %s N=%d %s %s", kc->var[0],
+                             kc->val[0], kc->var[1] ? " " : "", kc->var[1] ? kc->var[1] : "",
+                             kc->var[1] ? "=" : "", kc->var[1] ? kc->val[1] : "", specs[f],
+                             ns[i], precs[p].n, bal ? "balanced" : "base");
+                    run_case(&m, &k, label);
+                    if ((kc->fp32_only && precs[p].ab != CUDA_R_32F) ||
+                        (kc->fp32_only == 2 && !precs[p].tf32))
+                        continue;
+                    const int ok = (kc->expect == NULL || strstr(last_kernel, kc->expect) != NULL) &&
+                                   (kc->reject == NULL || strstr(last_kernel, kc->reject) == NULL);
+                    cr_assert(ok, "%s: ran %s", label, last_kernel);
+                }
+        tc_csr_free(&m);
+    }
+}
+
+/* The wide-L1 instance (spmm_launch.cu, wide_l1) by its default rule: plain TF32 on a plan of
+ * fewer than 10 nonzeros a block with at least two warps a thread block (N > 32); not for
+ * dense blocks, one-warp thread blocks or 3xTF32.  Every call is checked against the CPU
+ * reference as well, base and balanced (the balanced kernel with beta != 0 through its
+ * scaling pass). */
+Test(gpu_spmm, wide_l1_rule)
+{
+    TC_REQUIRE_GPU();
+    if (getenv("TCSPARSE_X_SPMM_WIDE_L1") != NULL || getenv("TCSPARSE_X_SPMM_J") != NULL ||
+        getenv("TCSPARSE_X_SPMM_PIPE") != NULL || getenv("TCSPARSE_X_SPMM_PIPE_STAGES") != NULL)
+        cr_skip_test("a kernel knob is set in the environment");
+    static const struct {
+        const char *spec;
+        int N, prec, wide; /* prec: index in all_precs */
+    } cases[] = {
+        {"uniform:3001:2999:9", 100, 1, 1}, /* 8 nonzeros a block: sparse */
+        {"uniform:3001:2999:9", 64, 1, 1},
+        {"uniform:3001:2999:9", 32, 1, 0},  /* one warp a thread block */
+        {"uniform:3001:2999:9", 100, 0, 0}, /* 3xTF32 */
+        {"banded:3001:6", 100, 1, 0},       /* dense blocks */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tc_csr m;
+        gen_or_fail(cases[c].spec, &m);
+        for (int bal = 0; bal < 2; bal++) {
+            spmm_case k = prec_case(cases[c].N, &all_precs[cases[c].prec], bal, bal);
+            k.beta = bal ? 0.75f : 0.0f;
+            char label[160];
+            snprintf(label, sizeof label, "%s N=%d %s %s", cases[c].spec, cases[c].N,
+                     all_precs[cases[c].prec].n, bal ? "balanced" : "base");
+            run_case(&m, &k, label);
+            const int wide = strstr(last_kernel, "_pipe_l1") != NULL;
+            cr_assert_eq(wide, cases[c].wide, "%s: ran %s", label, last_kernel);
+        }
+        tc_csr_free(&m);
+    }
+}
+
+/* Kernel tuning on the executions (src/route/tune.c): on a plan where the launcher offers several
+ * FP32 kernel variants (N > 32), the first executions of a kind of call on a forced path run
+ * each variant three times (plain TF32: J = 4 with and without the wide L1, J = 8; 3xTF32:
+ * J = 4 and 8) and later calls run one of them.  Every call is checked against the CPU
+ * reference (run_case), and on the base kernel, which adds in a fixed order, every call's
+ * output equals the first's bit for bit: the variants differ in tiling and caching only.
+ * Nothing is measured at N <= 32, for 16-bit inputs, or with TCSPARSE_X_TUNE=0. */
+Test(gpu_spmm, tune_kernels)
+{
+    TC_REQUIRE_GPU();
+    static const char *const knobs[] = {"TCSPARSE_X_SPMM_WIDE_L1", "TCSPARSE_X_SPMM_J",
+                                         "TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_PIPE_STAGES",
+                                         "TCSPARSE_X_TUNE", "TCSPARSE_SELECT"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (getenv(knobs[i]) != NULL)
+            cr_skip_test("%s is set in the environment", knobs[i]);
+    static const struct {
+        int N, prec, bal; /* prec: index in all_precs */
+        int tuning, kernels; /* tuning calls and distinct kernels expected */
+        int off;             /* with TCSPARSE_X_TUNE=0 */
+    } cases[] = {
+        {100, 1, 0, 9, 3, 0}, /* TF32, base */
+        {100, 1, 1, 9, 3, 0}, /* TF32, balanced (beta != 0: the scaling pass) */
+        {64, 1, 0, 9, 3, 0},
+        {100, 0, 0, 6, 2, 0}, /* 3xTF32: J = 4 and 8 */
+        {100, 0, 1, 6, 2, 0},
+        {32, 1, 0, 0, 1, 0},  /* one warp a thread block: the launcher's choice only */
+        {100, 2, 0, 0, 1, 0}, /* FP16 */
+        {100, 1, 0, 0, 1, 1}, /* TCSPARSE_X_TUNE=0 */
+    };
+    tc_csr m;
+    gen_or_fail("uniform:3001:2999:9", &m);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].off)
+            setenv("TCSPARSE_X_TUNE", "0", 1);
+        tc_config_reload();
+        spmm_case k = prec_case(cases[c].N, &all_precs[cases[c].prec], cases[c].bal, (int)c);
+        k.beta = cases[c].bal ? 0.75f : 0.0f;
+        k.repeat = 13;
+        char label[160];
+        snprintf(label, sizeof label, "N=%d %s %s%s", cases[c].N, all_precs[cases[c].prec].n,
+                 cases[c].bal ? "balanced" : "base", cases[c].off ? " TCSPARSE_X_TUNE=0" : "");
+        run_case(&m, &k, label);
+        unsetenv("TCSPARSE_X_TUNE");
+        tc_config_reload();
+        /* the balanced kernel's atomic additions make its last bits run-dependent */
+        TC_ASSERT_TUNED(&call_log, cases[c].tuning, cases[c].kernels, !cases[c].bal, label);
+    }
+    tc_csr_free(&m);
+}
+
+/* A forced route tunes its kernels even while the automatic route's own measurement of the
+ * same kind of call is unfinished on that plan (a handle switched from the automatic route
+ * to a forced one): only the automatic route's calls advance that measurement, so waiting
+ * for it would leave the kind untuned for ever. */
+Test(gpu_spmm, tune_after_route_switch)
+{
+    TC_REQUIRE_GPU();
+    static const char *const knobs[] = {"TCSPARSE_X_SPMM_WIDE_L1", "TCSPARSE_X_SPMM_J",
+                                         "TCSPARSE_X_SPMM_PIPE", "TCSPARSE_X_SPMM_PIPE_STAGES",
+                                         "TCSPARSE_X_TUNE", "TCSPARSE_SELECT",
+                                         "TCSPARSE_ROUTE"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (getenv(knobs[i]) != NULL)
+            cr_skip_test("%s is set in the environment", knobs[i]);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1000", 1); /* every path a candidate: the route measures */
+    tc_config_reload();
+    tc_csr m;
+    gen_or_fail("uniform:3001:2999:9", &m);
+    const int64_t M = m.rows, K = m.cols, N = 100;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m.nnz), *hb = malloc(sizeof *hb * (size_t)(K * N));
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m.row_off[r];
+    for (int64_t e = 0; e < m.nnz; e++)
+        val[e] = (float)m.val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hb[i] = (float)urand();
+    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
+    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
+    void *d_B = to_device(hb, sizeof *hb * (size_t)(K * N)), *d_C = NULL;
+    cr_assert_eq(cudaMalloc(&d_C, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    tcsparseSetMathMode(h, TCSPARSE_MATH_TF32);
+    const float alpha = 1.0f, beta = 0.0f;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F,
+                                         TCSPARSE_SPMM_ALG_DEFAULT, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&buf, bsz + 16), cudaSuccess);
+    tcsparseRouteInfo_t ri;
+    cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf), 0,
+                 "%s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+    tcsparseGetLastRoute(h, &ri);
+    cr_assert(strncmp(ri.reason, "exploring", 9) == 0, "the route did not measure: %s", ri.reason);
+    tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE);
+    int tuning = 0;
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf), 0,
+                     "%s", tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+        tcsparseGetLastRoute(h, &ri);
+        cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BASE, "took %s (%s)", ri.kernel, ri.reason);
+        tuning += strstr(ri.reason, "; tuning:") != NULL;
+    }
+    cr_assert_eq(tuning, 9, "%d forced calls tuning (last: %s)", tuning, ri.reason);
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C); cudaFree(buf);
+    free(off); free(val); free(hb);
+    tc_csr_free(&m);
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
+}
