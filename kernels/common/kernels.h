@@ -116,7 +116,7 @@ void tc_dev_metcf_free(tc_dev_metcf *m);
  * window-local path, or through the sort for wider matrices or when the sort is forced). */
 int tc_convert_can_order(const tc_convert_input *in);
 
-/* ---- conversion with row reordering (host code: src/plan/reorder.c, docs/reorder.md) ---- */
+/* ---- conversion with row reordering (host code: src/plan/reorder_plan.c, docs/reorder.md) ---- */
 
 struct tcsparseSpMatDescr;
 struct tc_plan;

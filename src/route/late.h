@@ -12,7 +12,7 @@
  * capture, every call computes the whole result.
  *
  * Two rounds: round 0 tries first-col (built on the GPU) against the caller's order; round 1
- * then tries bfs (reorder.c; built on the host) against the plan round 0 kept, where B's
+ * then tries bfs (reorder_order.c; built on the host) against the plan round 0 kept, where B's
  * gathered rows do not fit in L2 and the matrix is small enough for the host's search
  * (TC_LATE_BFS_MAX_NNZ).  Each round's plan must save TC_LATE_MIN_GAIN of the caller's order's
  * blocks to be timed.  The state is TRIAL during either round and, between them, WAITING.

@@ -177,8 +177,8 @@ Test(gpu_spmm, measuring_then_capture)
     tc_csr_free(&m);
 }
 
-/* The kernel forms the launcher only takes when a tuning knob asks (docs/performance.md,
- * "Kernel tuning knobs"): the thread-block kernel (TCSPARSE_X_SPMM_PIPE=0, alone and with FP32
+/* The kernel forms the launcher only takes when a tuning knob asks (docs/configuration.md):
+ * the thread-block kernel (TCSPARSE_X_SPMM_PIPE=0, alone and with FP32
  * J = 8), the pipelined ring at 4, 6 and 8 slots (TCSPARSE_X_SPMM_PIPE_STAGES) and FP32 J = 8
  * (TCSPARSE_X_SPMM_J=8).  The test sets the knobs and reads the configuration again
  * (tc_config_reload); the kernel's name proves the form ran. */

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
-/* Row reordering on the CPU (src/plan/reorder.c): every ordering is a permutation, deterministic
+/* Row reordering on the CPU (src/plan/reorder*.c): every ordering is a permutation, deterministic
  * whatever the thread count, the block count agrees with the reference conversion, hand-made
  * matrices reach their known block counts, the choice keeps what it should, and the public
  * setting checks its arguments. */
