@@ -191,9 +191,10 @@ Test(gpu_late, off_and_no_gain)
             cr_assert_eq(tc_gen_banded(1021, 6, 7, &m), 0);
         sp_t s;
         sp_make(&s, &m);
-        if (v == 0)
+        if (v == 0) {
             setenv("TCSPARSE_REORDER", "0", 1);
-        else if (v == 1)
+            tc_config_reload();
+        } else if (v == 1)
             cr_assert_eq(tcsparseSpMatSetReorder(s.A, TCSPARSE_REORDER_OFF), 0);
         else if (v == 2) {
             setenv("TCSPARSE_REORDER", "off", 1);
