@@ -217,6 +217,11 @@ ParameterizedTest(knob_case *kp, gpu_spmm, kernel_knobs)
 {
     TC_REQUIRE_GPU();
     const knob_set *kc = &knob_sets[kp->set];
+    /* only this set's knobs: the in-process build runs every parameter in one process */
+    for (size_t i = 0; i < sizeof knob_sets / sizeof knob_sets[0]; i++)
+        for (int v = 0; v < 2; v++)
+            if (knob_sets[i].var[v] != NULL)
+                unsetenv(knob_sets[i].var[v]);
     for (int v = 0; v < 2; v++)
         if (kc->var[v] != NULL)
             setenv(kc->var[v], kc->val[v], 1);
