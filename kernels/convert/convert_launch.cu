@@ -59,7 +59,7 @@ LocalSmem local_smem_info[64];
 // (tc_fit_stage, metcf_rules.h).  ogbl-ddi (267 windows, 132 SMs): a 60 KB staging area left
 // 2 thread blocks an SM, 264 windows in a first wave and 3 in a second; fitted, 3 an SM take
 // them in one.  That alone did not make the pass faster (58.0 -> 59.5 us): its busiest SM
-// bounded it, which the windows' order addresses (docs/performance.md, "Nineteenth session").
+// bounded it, which the windows' order addresses (docs/performance.md, "Plan build").
 int local_fit_stage(int stage_cap, int64_t min_cap, int64_t blocks, int sm_count,
                     size_t local_smem, int bps_max)
 {

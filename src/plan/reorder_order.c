@@ -409,8 +409,8 @@ done:
  * and rows close in the graph close in the order.  The second matters to the kernels more than
  * any block count shows: the windows that run at one time then gather overlapping columns of
  * B, which stay in L2.  A graph numbered at random (mdual, a finite-element dual graph: median
- * |row - column| 36,000) loses most of its L2 hits in the caller's order (docs/performance.md,
- * "Eighteenth session").  Each search starts at the lowest-degree nonempty row not yet placed
+ * |row - column| 36,000) loses most of its L2 hits in the caller's order (docs/reorder.md).
+ * Each search starts at the lowest-degree nonempty row not yet placed
  * (a row at the edge of its component); empty rows come last.  The graph is the bipartite one,
  * not the symmetrised pattern, so that it holds whether or not rows and columns index the same
  * vertices (a matrix whose rows alone were permuted).  On ogbl-ddi the degree order of a row's
