@@ -170,10 +170,10 @@ def run_process(args, spec, clients, side, rnd, profile):
 def estimate_seconds(args, nnz, clients, profile):
     """A rough guess of one process's duration: start-up (import, CUDA context) plus, per
     client, set-up and check plus its iterations at a rate proportional to nnz."""
-    start = 5.0 + (3.0 if "gcn_pyg" in clients else 0.0)
-    per_mnnz = {"gcn_torch": 0.6, "gcn_pyg": 0.6, "gat": 1.5, "spmm": 0.8}
+    start = 5.0 + (2.0 if "gcn_pyg" in clients else 0.0)
+    per_mnnz = {"gcn_torch": 0.15, "gcn_pyg": 0.15, "gat": 0.25, "spmm": 0.25}
     work = sum(1.0 + per_mnnz[c] * nnz / 1e6 for c in clients)
-    return start + work * (1.5 if profile else 1.0)
+    return start + work * (1.3 if profile else 1.0)
 
 
 def geomean(xs):
@@ -324,7 +324,7 @@ def print_kernels(rows):
         for name, ms in sorted(hit.items(), key=lambda x: -x[1]):
             print(f"  {ms:10.4f}  {name}")
         if miss:
-            print(f"  not matched, name contains 'cusparse':")
+            print("  not matched, name contains 'cusparse':")
             for name, ms in sorted(miss.items(), key=lambda x: -x[1]):
                 print(f"  {ms:10.4f}  {name}")
 
@@ -395,8 +395,9 @@ def main():
                              "of_allowed": None, "check_max": {"plain": None, "preload": None},
                              "profile": {}})
     first = next((ln for p in procs for ln in p["lines"] if ln.get("torch")), {})
+    pyg = next((ln["pyg"] for p in procs for ln in p["lines"] if ln.get("pyg")), None)
     print(f"\n{first.get('gpu') or args.device}; torch {first.get('torch')}; "
-          f"torch_geometric {first.get('pyg')}; sizes: features {args.features or 128}, "
+          f"torch_geometric {pyg}; sizes: features {args.features or 128}, "
           f"hidden {args.hidden or 256}, classes {args.classes or 64}, gat qk {args.qk or 64}")
     print_table(args, rows)
     g = goals(rows)
