@@ -45,7 +45,7 @@ import graphs  # noqa: E402
 CLIENTS = ("gcn_torch", "gcn_pyg", "gat", "spmm")
 # Kernels of the sparse products: cuSPARSE's SpMM / SDDMM kernels (csrmm*, *spmm*, *sddmm*,
 # coomm*) and everything tcsparse launches (namespace tc::, the plan fingerprint).
-SPARSE_KERNELS = r"csrmm|spmm|sddmm|coomm|\btc::|tc_fingerprint"
+SPARSE_KERNELS = r"csrmm|spmm|sddmm|coomm|matrix_scalar_multiply|\btc::|tc_fingerprint"
 # --device cpu (a check of this code without a GPU): the aten entry points of the products
 SPARSE_OPS_CPU = r"^aten::(_sparse_mm|_sparse_addmm|sparse_sampled_addmm)$"
 TOL_FP32 = 1e-5
