@@ -10,37 +10,17 @@ checks every FP32 result against the same computation in FP64 (relative Frobeniu
 <= 1e-5), and times both (CUDA events, warm-up, median).  One JSON line on stdout.
 """
 import argparse
-import gzip
 import json
+import os
 import statistics
 import sys
 
 import torch
 
-
-def read_mtx(path):
-    """Rows, cols and (row, col) pairs of a coordinate Matrix Market file (values ignored:
-    the graph's structure is what matters)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        header = f.readline().lower().split()
-        if len(header) < 5 or header[0] != "%%matrixmarket" or header[2] != "coordinate":
-            raise SystemExit(f"{path}: not a coordinate Matrix Market file")
-        symmetric = header[4] in ("symmetric", "skew-symmetric", "hermitian")
-        line = f.readline()
-        while line.startswith("%"):
-            line = f.readline()
-        m, n, nnz = (int(x) for x in line.split()[:3])
-        rows, cols = [], []
-        for _ in range(nnz):
-            parts = f.readline().split()
-            r, c = int(parts[0]) - 1, int(parts[1]) - 1
-            rows.append(r)
-            cols.append(c)
-            if symmetric and r != c:
-                rows.append(c)
-                cols.append(r)
-    return m, n, torch.tensor(rows, dtype=torch.int64), torch.tensor(cols, dtype=torch.int64)
+# The Matrix Market reader of the client benchmark (vectorised; one reader for both).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "bench", "clients"))
+import graphs  # noqa: E402
 
 
 def block_graph(nodes, block, extra, seed):
@@ -107,8 +87,8 @@ def main():
         return 77
     dev = torch.device("cuda")
     if args.mtx:
-        m, n, rows, cols = read_mtx(args.mtx)
-        n = min(m, n)
+        n, rows, cols = graphs.read_mtx(args.mtx)  # 0-based, symmetric storage expanded
+        rows, cols = torch.from_numpy(rows), torch.from_numpy(cols)
         name = args.mtx.rsplit("/", 1)[-1]
     else:
         m, n, rows, cols = block_graph(args.nodes, 16, 2, 1)
