@@ -74,6 +74,25 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
                                            cudaStream_t stream, uint64_t *fingerprint);
 
+/* The device-side guard: plan identity without a synchronisation.  With on = 1, every later
+ * tensor-core SpMM execution on the descriptor (until its structure arrays are set again)
+ * first launches, on the caller's stream, the fingerprint of the structure arrays and its
+ * comparison with `fingerprint`; the tensor-core kernels run only where it matches, and a
+ * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  The
+ * host neither waits nor allocates on those executions.  The first call with on = 1
+ * allocates (a few bytes of device memory and a pinned host word), so make it once outside
+ * any stream capture (arm, then disarm with on = 0 until the guard is needed).  Executions on
+ * one descriptor must be ordered on one stream.  SDDMM executions are not guarded: check
+ * those with tc_hook_spmat_fingerprint.  on = 0 disarms.  NOT_SUPPORTED for CSC, COO or a
+ * strided batch; ALLOC_FAILED when the memory cannot be had.  docs/preload.md gives the
+ * argument why this is safe. */
+tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int on,
+                                     uint64_t fingerprint);
+
+/* *tripped = 1 when a guarded execution on the descriptor that has completed found the arrays
+ * holding another structure (the plan is stale: drop it).  Reads a host word; never waits. */
+tcsparseStatus_t tc_hook_spmat_guard_tripped(tcsparseConstSpMatDescr_t spMatDescr, int *tripped);
+
 /* ---- the cuSPARSE the core calls ------------------------------------------------------- */
 
 /* The cuSPARSE SpMM/SDDMM entry points the core's cuSPARSE route calls

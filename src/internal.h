@@ -194,7 +194,26 @@ struct tcsparseSpMatDescr {
      * rewritten in place is announced that way; strided batch): the CSR_ALG3 workspaces'
      * preprocessing and the mirror follow it. */
     uint64_t struct_gen;
+    /* The device-side guard (tc_hook_spmat_guard, src/api/hook.c), NULL until first asked for;
+     * under mu. */
+    struct tc_guard *guard;
 };
+
+/* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every
+ * tensor-core SpMM on the descriptor first checks on the device that the structure arrays
+ * still hash to fp, and computes from the arrays instead where they do not (route_spmm.c). */
+struct tc_guard {
+    int armed;
+    uint64_t fp;
+    uint64_t gen;                   /* the descriptor's struct_gen when armed */
+    const void *off, *idx;          /* the arrays checked, and their bytes */
+    size_t off_bytes, idx_bytes;
+    int device;                     /* where dev lives */
+    struct tc_guard_dev_s *dev;     /* tc_guard_dev (kernels.h), device memory */
+    volatile int *tripped;          /* pinned host word the check raises on a mismatch */
+};
+/* Frees d->guard (descriptor destruction, under mu). */
+void tc_guard_free(struct tcsparseSpMatDescr *d);
 
 struct tcsparseDnMatDescr {
     uint32_t magic;

@@ -30,9 +30,12 @@
  * destroyed descriptor's shadow, when it has a plan, is kept (TCSPARSE_X_PRELOAD_KEEP of them,
  * default 8, least recently used dropped) with a fingerprint of its structure arrays taken
  * when the plan was built.  A new descriptor over the same arrays (same pointers, sizes,
- * types) takes it over to decide; before the tensor cores run on it, the arrays' fingerprint
- * now is compared (tc_shim_verify: one synchronisation; TCSPARSE_X_PRELOAD_TRUST_POINTERS=1 skips
- * it).  Matrices used once: with the automatic route a structure is converted only from its
+ * types) takes it over.  Before the tensor cores run on it, the arrays' fingerprint now is
+ * compared: for a CSR SpMM on the device, by the execution itself (tc_shim_guard: a check
+ * kernel on the caller's stream whose verdict picks the tensor-core kernel or a CUDA-core
+ * SpMM of the caller's arrays; no synchronisation, docs/preload.md), otherwise on the host
+ * (tc_shim_verify: one synchronisation).  TCSPARSE_X_PRELOAD_TRUST_POINTERS=1 skips both.
+ * Matrices used once: with the automatic route a structure is converted only from its
  * TCSPARSE_X_PRELOAD_CONVERT_AFTER-th execution (default 2); before that cuSPARSE runs it. */
 #include <pthread.h>
 #include <stdio.h>
@@ -121,7 +124,9 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         snprintf(why, wn, "kept plan not checkable during a stream capture");
         goto out;
     }
-    if (c->phase == TC_PH_EXEC && e->unverified) {
+    /* an SpMM on an adopted plan: checked on the device by the execution itself */
+    const int guarded = c->phase == TC_PH_EXEC && !c->sddmm && e->unverified && tc_shim_guard(e);
+    if (c->phase == TC_PH_EXEC && e->unverified && !guarded) {
         /* Where would the kept plan send the call?  Only the tensor cores need it checked. */
         (void)tc_hook_set_mode(h, TC_SHIM_MODE | TC_HOOK_DECIDE_ONLY);
         st = tc_call_tcsparse(h, c, e, d1, d2);

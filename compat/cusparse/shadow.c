@@ -232,6 +232,25 @@ static void tc_drop_plan(const tc_shim_spmat *e, void *values)
     }
 }
 
+/* A stale shadow replaced by a fresh one without a plan (or, failing that, its plan dropped). */
+static void tc_shadow_renew(tc_shim_spmat *e)
+{
+    tcsparseSpMatDescr_t fresh = NULL;
+    const void *values = NULL;
+    (void)tcsparseConstSpMatGetValues(e->shadow, &values);
+    if (tc_make_shadow(&e->sig, values, &fresh) == TCSPARSE_STATUS_SUCCESS) {
+        tcsparseDestroySpMat(e->shadow);
+        e->shadow = fresh;
+    } else {
+        tc_drop_plan(e, (void *)values);
+        (void)tc_hook_spmat_guard(e->shadow, 0, 0);
+    }
+    e->unverified = 0;
+    e->have_fp = 0;
+    e->guardable = 0;
+    e->guarded = 0;
+}
+
 tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n)
 {
     tc_spmat_sig sig;
@@ -254,6 +273,17 @@ tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t 
             e->next = NULL;
             tc_norphans--;
             e->unverified = !tc_shim.trust;
+            e->guarded = 0;
+            int tripped = 0;
+            if (e->guardable && !tc_capture_seen &&
+                tc_hook_spmat_guard_tripped(e->shadow, &tripped) == TCSPARSE_STATUS_SUCCESS &&
+                tripped) {
+                /* a guarded execution found another structure in these arrays: the plan is
+                 * stale (inside a capture it stays, and the guard keeps catching it) */
+                tc_shadow_renew(e);
+                tc_shim_logf("kept plan dropped: a check on the device found another "
+                             "structure in the arrays");
+            }
             break;
         }
     }
@@ -293,20 +323,12 @@ int tc_shim_verify(tc_shim_spmat *e, cudaStream_t stream)
     if (tc_hook_spmat_fingerprint(e->shadow, stream, &fp) == TCSPARSE_STATUS_SUCCESS &&
         fp == e->fp) {
         e->unverified = 0;
+        e->guarded = 0;
+        (void)tc_hook_spmat_guard(e->shadow, 0, 0); /* checked: the descriptor's own now */
         tc_shim_logf("kept plan adopted by a new descriptor (fingerprint matches)");
         return 1;
     }
-    tcsparseSpMatDescr_t fresh = NULL;
-    const void *values = NULL;
-    (void)tcsparseConstSpMatGetValues(e->shadow, &values);
-    if (tc_make_shadow(&e->sig, values, &fresh) == TCSPARSE_STATUS_SUCCESS) {
-        tcsparseDestroySpMat(e->shadow);
-        e->shadow = fresh;
-    } else {
-        tc_drop_plan(e, (void *)values);
-    }
-    e->unverified = 0;
-    e->have_fp = 0;
+    tc_shadow_renew(e);
     tc_shim_logf("kept plan dropped: the arrays hold another structure now");
     return 0;
 }
@@ -319,8 +341,23 @@ void tc_shim_note_plan(tc_shim_spmat *e, cudaStream_t stream)
         e->have_fp = 1; /* adopted on pointers and sizes alone */
         return;
     }
-    if (tc_hook_spmat_fingerprint(e->shadow, stream, &e->fp) == TCSPARSE_STATUS_SUCCESS)
-        e->have_fp = 1;
+    if (tc_hook_spmat_fingerprint(e->shadow, stream, &e->fp) != TCSPARSE_STATUS_SUCCESS)
+        return;
+    e->have_fp = 1;
+    /* the guard's memory now, disarmed: arming it later allocates nothing (captures) */
+    e->guardable = tc_hook_spmat_guard(e->shadow, 1, e->fp) == TCSPARSE_STATUS_SUCCESS &&
+                   tc_hook_spmat_guard(e->shadow, 0, e->fp) == TCSPARSE_STATUS_SUCCESS;
+    /* not guardable (CSC, COO): adoptions are checked by tc_shim_verify */
+}
+
+int tc_shim_guard(tc_shim_spmat *e)
+{
+    if (!e->guardable || tc_hook_spmat_guard(e->shadow, 1, e->fp) != TCSPARSE_STATUS_SUCCESS)
+        return 0;
+    if (!e->guarded)
+        tc_shim_logf("kept plan adopted by a new descriptor (checked on the device)");
+    e->guarded = 1;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ structures seen */

@@ -101,6 +101,8 @@ typedef struct tc_shim_spmat {
     int have_fp;
     uint64_t fp;
     int unverified; /* adopted from a kept plan; checked before a tensor-core launch */
+    int guardable;  /* the shadow's device-side guard is set up (CSR, fingerprint known) */
+    int guarded;    /* the guard is armed for this adoption (SpMM checked on the device) */
     unsigned long long used; /* orphans: last use, for least-recently-used */
     struct tc_shim_spmat *next;
 } tc_shim_spmat;
@@ -131,7 +133,12 @@ int tc_shim_has_plan(const tc_shim_spmat *e);
 /* An adopted plan is about to drive the tensor cores: 1 to go ahead; 0 when it was stale or
  * cannot be checked now (e->unverified then tells which). */
 int tc_shim_verify(tc_shim_spmat *e, cudaStream_t stream);
-/* After a call that may have built the plan: its fingerprint, once, outside any capture. */
+/* An adopted plan is about to run an SpMM: arms the shadow's device-side guard, which checks
+ * the arrays on the caller's stream before the tensor cores use the plan (no wait).  0 where
+ * there is no guard (CSC, COO, no fingerprint): tc_shim_verify then. */
+int tc_shim_guard(tc_shim_spmat *e);
+/* After a call that may have built the plan: its fingerprint and the guard's memory, once,
+ * outside any capture. */
 void tc_shim_note_plan(tc_shim_spmat *e, cudaStream_t stream);
 /* Counts one more execution of the shadow's structure without a plan; returns the count. */
 int tc_shim_seen_count(const tc_shim_spmat *e);

@@ -1,8 +1,14 @@
-// Fingerprint of a sparse matrix's structure arrays (tc_fingerprint_arrays, kernels.h), for
-// tc_hook_spmat_fingerprint: the LD_PRELOAD interposer reuses a plan left behind by a destroyed
-// cuSPARSE descriptor for a new descriptor over the same arrays only when the fingerprint of
-// what those arrays hold now matches.
+// Fingerprint of a sparse matrix's structure arrays, for the LD_PRELOAD interposer, which reuses
+// a plan left behind by a destroyed cuSPARSE descriptor for a new descriptor over the same
+// arrays only where the arrays still hold the structure the plan was built from:
+//  - tc_fingerprint_arrays (tc_hook_spmat_fingerprint) computes it and waits for it;
+//  - tc_guard_check_launch (the device-side guard, tc_hook_spmat_guard) computes it on the
+//    caller's stream and compares it there, so that the kernels launched after it can choose
+//    between the plan and the caller's arrays without the host waiting.
+// Both compute the same function: sum over each array's 32-bit words w_i of
+// mix(w_i + salt + i * golden), xor the two byte counts.
 #include <cstdint>
+#include <cstdio>
 
 #include "kernels.h"
 
@@ -19,6 +25,13 @@ __device__ __forceinline__ uint64_t tc_mix64(uint64_t x)
     return x;
 }
 
+constexpr uint64_t kSaltA = 0x1234567ull, kSaltB = 0x7654321ull;
+
+__device__ __forceinline__ uint64_t tc_fp_word(uint32_t w, uint64_t salt, uint64_t i)
+{
+    return tc_mix64(w + salt + i * 0x9e3779b97f4a7c15ull);
+}
+
 // Sum over the 32-bit words w_i of mix(w_i + salt + i * golden): position-dependent, so a
 // permutation of the words changes the sum.
 __global__ void tc_fingerprint_kernel(const uint32_t *__restrict__ words, uint64_t n, uint64_t salt,
@@ -27,14 +40,71 @@ __global__ void tc_fingerprint_kernel(const uint32_t *__restrict__ words, uint64
     uint64_t acc = 0;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        acc += tc_mix64(words[i] + salt + i * 0x9e3779b97f4a7c15ull);
+        acc += tc_fp_word(words[i], salt, i);
     for (int o = 16; o > 0; o >>= 1)
         acc += __shfl_down_sync(0xffffffffu, acc, o);
     if ((threadIdx.x & 31) == 0)
         atomicAdd(out, (unsigned long long)acc);
 }
 
+// The guard's check: both arrays in one grid (word v < na of a, else of b), the sums added into
+// g->acc; the last thread block to finish (ticket) compares, writes the verdict, resets acc and
+// ticket for the next check on the stream, and on a mismatch raises the host-visible word.
+__global__ void tc_guard_check_kernel(const uint32_t *__restrict__ a, uint64_t na,
+                                      const uint32_t *__restrict__ b, uint64_t nb,
+                                      uint64_t sizes, uint64_t expected, tc_guard_dev *g,
+                                      volatile int *tripped)
+{
+    uint64_t acc = 0;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x, n = na + nb;
+    for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride)
+        acc += v < na ? tc_fp_word(a[v], kSaltA, v) : tc_fp_word(b[v - na], kSaltB, v - na);
+    for (int o = 16; o > 0; o >>= 1)
+        acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0 && acc != 0) {
+        atomicAdd(&g->acc, (unsigned long long)acc);
+        __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    __threadfence();
+    if (atomicAdd(&g->ticket, 1u) != gridDim.x - 1)
+        return;
+    __threadfence();
+    const uint64_t fp = (uint64_t)atomicAdd(&g->acc, 0ull) ^ sizes;
+    const int ok = fp == expected;
+    g->verdict = ok;
+    g->acc = 0;
+    g->ticket = 0;
+    __threadfence();
+    if (!ok && tripped != nullptr) {
+        *tripped = 1;
+        __threadfence_system();
+    }
+}
+
 } // namespace
+
+extern "C" tcsparseStatus_t tc_guard_check_launch(const void *a, size_t a_bytes, const void *b,
+                                                  size_t b_bytes, uint64_t expected,
+                                                  tc_guard_dev *g, int *tripped,
+                                                  cudaStream_t stream, char *err, size_t errlen)
+{
+    const uint64_t na = a != nullptr ? a_bytes / 4 : 0, nb = b != nullptr ? b_bytes / 4 : 0;
+    uint64_t blocks = (na + nb + 255) / 256;
+    blocks = blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks;
+    tc_guard_check_kernel<<<(unsigned)blocks, 256, 0, stream>>>(
+        static_cast<const uint32_t *>(a), na, static_cast<const uint32_t *>(b), nb,
+        ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes, expected, g, tripped);
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        return TCSPARSE_STATUS_SUCCESS;
+    snprintf(err, errlen, "the structure check failed to launch: %s", cudaGetErrorString(e));
+    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+               ? TCSPARSE_STATUS_ARCH_MISMATCH
+               : TCSPARSE_STATUS_EXECUTION_FAILED;
+}
 
 extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b,
                                      size_t b_bytes, cudaStream_t stream, uint64_t *fp)
@@ -74,7 +144,7 @@ extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *
         if (blocks > 1024)
             blocks = 1024;
         tc_fingerprint_kernel<<<(unsigned)blocks, 256, 0, stream>>>(
-            static_cast<const uint32_t *>(p), n, part == 0 ? 0x1234567ull : 0x7654321ull,
+            static_cast<const uint32_t *>(p), n, part == 0 ? kSaltA : kSaltB,
             dword[dev]);
         if (cudaGetLastError() != cudaSuccess)
             goto fail;

@@ -29,6 +29,27 @@ unsigned long long tc_context_id(void);
 int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
                           cudaStream_t stream, uint64_t *fp);
 
+/* ---- the device-side guard (fingerprint.cu, spmm/spmm_guard.cu) --------------------------- */
+
+/* Device state of one descriptor's guard (tc_hook_spmat_guard, tcsparse_hook.h): the running
+ * sum of a check, the thread blocks that finished it, and its verdict, which the kernels
+ * launched after it on the same stream read (1: the arrays hold the plan's structure). */
+typedef struct tc_guard_dev_s {
+    unsigned long long acc;
+    unsigned int ticket;
+    int verdict;
+} tc_guard_dev;
+
+/* Launches, on `stream`, the fingerprint of the two arrays (tc_fingerprint_arrays' function)
+ * and its comparison with `expected` into g->verdict; on a mismatch it also writes 1 into
+ * *tripped (host memory mapped for the device, or NULL).  g starts zeroed and is left ready
+ * for the next check; checks of one g must be ordered on one stream.  No allocation, no
+ * synchronisation. */
+tcsparseStatus_t tc_guard_check_launch(const void *a, size_t a_bytes, const void *b,
+                                       size_t b_bytes, uint64_t expected, tc_guard_dev *g,
+                                       int *tripped, cudaStream_t stream, char *err,
+                                       size_t errlen);
+
 /* ---- conversion -------------------------------------------------------------------- */
 
 /* Index arrays of a sparse matrix in device memory (see tc_sparse_view in src/plan/metcf.h). */
@@ -169,7 +190,26 @@ typedef struct {
     const int32_t *split_windows;      /* windows whose rows are pre-scaled by beta */
     int32_t nsplit;
     int variant;                       /* TC_SPMM_VAR_*: 0 (RULE) lets the launcher choose */
+    /* device, or NULL: a guard's verdict (tc_guard_dev::verdict); where it is 0 the kernels
+     * do nothing and tc_spmm_guard_fallback computes C instead */
+    const int *guard;
 } tc_spmm_args;
+
+/* The caller's CSR arrays, for the guard's fallback. */
+typedef struct {
+    int64_t nnz;
+    const void *offsets, *indices;
+    int offsets_64, indices_64;
+    int base;
+} tc_csr_arrays;
+
+/* Launches, after tc_spmm_launch with a->guard set, a CUDA-core SpMM of the same call from the
+ * caller's CSR arrays (FP32 accumulation) that runs only where the verdict is 0: C = alpha *
+ * A * B + beta * C with a->plan unused.  Offsets outside [0, nnz] are clamped and columns
+ * outside [0, K) skipped, so no array is read or written out of bounds whatever the arrays
+ * hold.  No allocation, no synchronisation. */
+tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a, const tc_csr_arrays *csr,
+                                        cudaStream_t stream, char *err, size_t errlen);
 
 /* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J

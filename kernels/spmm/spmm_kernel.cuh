@@ -26,7 +26,14 @@ struct SpmmParams {
     int32_t items;        // windows (base) or chunks (balanced)
     int32_t n_slices;     // ceil(N / (warps per block * WARP_N))
     int b_vec, c_vec;     // 16-byte vector access allowed (alignment of pointers and ld)
+    const int *guard;     // NULL, or a guard's verdict: 0 = the plan is stale, do nothing
 };
+
+// A guarded call whose check found the arrays changed: the kernels leave C to the fallback.
+__device__ __forceinline__ bool guard_stops(const SpmmParams &p)
+{
+    return p.guard != nullptr && *p.guard == 0;
+}
 
 // ---- conversions and tensor-core instructions -------------------------------------------
 
@@ -252,6 +259,8 @@ template <class CT>
 __global__ void scale_windows(const SpmmParams p, const int32_t *wins, int32_t nwins)
 {
     constexpr int E = 16 / (int)sizeof(CT);
+    if (guard_stops(p))
+        return;
     const float beta = p.beta_dev ? *p.beta_dev : p.beta;
     const int lane = threadIdx.x & 31;
     const int64_t nrows = (int64_t)nwins * kWinRows;

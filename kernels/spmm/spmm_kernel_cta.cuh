@@ -118,6 +118,8 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, MinBlocks<P, J>::value)
     using T = typename P::T;
     using S = Shape<P, J>;
     __shared__ CtaSmem sm;
+    if (guard_stops(p))
+        return;
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;

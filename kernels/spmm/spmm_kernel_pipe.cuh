@@ -415,6 +415,8 @@ __global__ void __launch_bounds__(kMaxCtaWarps * 32, R == 1 ? PipeMinBlocks<P, J
     using PS = PipeShape<P, J, R>;
     using S_ = Shape<P, J>;
     extern __shared__ __align__(16) char smem[];
+    if (guard_stops(p))
+        return;
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
     const int g = lane >> 2, t = lane & 3;

@@ -214,6 +214,7 @@ SpmmParams make_params(const tc_spmm_args *a)
     p.n_slices = (int32_t)((a->N + slice_n - 1) / slice_n);
     p.b_vec = aligned16(a->B) && (a->ldb * elem_size(a->ab_type)) % 16 == 0;
     p.c_vec = aligned16(a->C) && (a->ldc * elem_size(a->c_type)) % 16 == 0;
+    p.guard = a->guard;
     return p;
 }
 

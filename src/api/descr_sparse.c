@@ -226,6 +226,7 @@ tcsparseStatus_t tcsparseDestroySpMat(tcsparseConstSpMatDescr_t spMatDescr)
     pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
     tc_spmat_cusparse_release(d);
+    tc_guard_free(d);
     d->magic = TC_MAGIC_DEAD;
     pthread_mutex_unlock(&d->mu);
     pthread_mutex_destroy(&d->mu);

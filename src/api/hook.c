@@ -1,6 +1,7 @@
 /* The hook interface (include/tcsparse_hook.h): what the cuSPARSE interposer asks of the core
  * beyond the public API.  The handle modes are read by the route through tc_hook_on
  * (internal.h). */
+#include <stdlib.h>
 #include "config.h"
 #include "error.h"
 #include "fallback.h"
@@ -62,6 +63,21 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* The two structure arrays a fingerprint covers, and their bytes. */
+static void tc_struct_arrays(const struct tcsparseSpMatDescr *d, const void **off,
+                             size_t *off_bytes, const void **idx, size_t *idx_bytes)
+{
+    /* CSR: rows + 1 offsets; CSC: cols + 1; COO: nnz row indices (offsets_type is the
+     * indices' type there) */
+    const int64_t noff = d->format == TCSPARSE_FORMAT_CSR   ? d->rows + 1
+                         : d->format == TCSPARSE_FORMAT_CSC ? d->cols + 1
+                                                            : d->nnz;
+    *off = d->offsets;
+    *idx = d->indices;
+    *off_bytes = (size_t)noff * tc_index_size(d->offsets_type);
+    *idx_bytes = (size_t)d->nnz * tc_index_size(d->indices_type);
+}
+
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
                                            cudaStream_t stream, uint64_t *fingerprint)
 {
@@ -74,19 +90,107 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tc_hook_spmat_fingerprint: fingerprint is NULL");
     const struct tcsparseSpMatDescr *d = spMatDescr;
+    const void *off, *idx;
+    size_t off_bytes, idx_bytes;
     tc_spmat_lock(d);
-    /* CSR: rows + 1 offsets; CSC: cols + 1; COO: nnz row indices (offsets_type is the
-     * indices' type there) */
-    const int64_t noff = d->format == TCSPARSE_FORMAT_CSR   ? d->rows + 1
-                         : d->format == TCSPARSE_FORMAT_CSC ? d->cols + 1
-                                                            : d->nnz;
-    const void *off = d->offsets, *idx = d->indices;
-    const size_t off_bytes = (size_t)noff * tc_index_size(d->offsets_type);
-    const size_t idx_bytes = (size_t)d->nnz * tc_index_size(d->indices_type);
+    tc_struct_arrays(d, &off, &off_bytes, &idx, &idx_bytes);
     tc_spmat_unlock(d);
     if (tc_fingerprint_arrays(off, off_bytes, idx, idx_bytes, stream, fingerprint) != 0)
         return tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
                             "tc_hook_spmat_fingerprint: a CUDA call failed");
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+void tc_guard_free(struct tcsparseSpMatDescr *d)
+{
+    struct tc_guard *g = d->guard;
+    if (g == NULL)
+        return;
+    int cur = -1;
+    const int switched = cudaGetDevice(&cur) == cudaSuccess && cur != g->device &&
+                         cudaSetDevice(g->device) == cudaSuccess;
+    if (cudaFree(g->dev) != cudaSuccess || cudaFreeHost((void *)g->tripped) != cudaSuccess)
+        (void)cudaGetLastError(); /* a context already gone took them with it */
+    if (switched)
+        (void)cudaSetDevice(cur);
+    free(g);
+    d->guard = NULL;
+}
+
+/* The guard's device word and pinned host word, on the current device. */
+static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d)
+{
+    struct tc_guard *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tc_hook_spmat_guard: out of host memory");
+    void *h = NULL;
+    if (cudaGetDevice(&g->device) != cudaSuccess ||
+        cudaMalloc((void **)&g->dev, sizeof(tc_guard_dev)) != cudaSuccess ||
+        cudaMemset(g->dev, 0, sizeof(tc_guard_dev)) != cudaSuccess ||
+        cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (g->dev != NULL)
+            cudaFree(g->dev);
+        free(g);
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
+                            "tc_hook_spmat_guard: the guard's device memory could not be had");
+    }
+    g->tripped = h;
+    *g->tripped = 0;
+    d->guard = g;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int on,
+                                     uint64_t fingerprint)
+{
+    tc_error_clear();
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_guard: spMatDescr is NULL or not a live sparse "
+                            "descriptor");
+    struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
+    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    tc_spmat_lock(d);
+    if (!on) {
+        if (d->guard != NULL)
+            d->guard->armed = 0;
+    } else if (d->format != TCSPARSE_FORMAT_CSR || d->batch_count != 1) {
+        st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                          "tc_hook_spmat_guard: the guard takes one CSR matrix (not CSC, COO or "
+                          "a strided batch)");
+    } else {
+        int cur = -1;
+        (void)cudaGetDevice(&cur);
+        if (d->guard != NULL && d->guard->device != cur)
+            tc_guard_free(d); /* set up again on this device */
+        if (d->guard == NULL)
+            st = tc_guard_alloc(d);
+        if (st == TCSPARSE_STATUS_SUCCESS) {
+            struct tc_guard *g = d->guard;
+            tc_struct_arrays(d, &g->off, &g->off_bytes, &g->idx, &g->idx_bytes);
+            g->fp = fingerprint;
+            g->gen = d->struct_gen;
+            g->armed = 1;
+        }
+    }
+    tc_spmat_unlock(d);
+    return st;
+}
+
+tcsparseStatus_t tc_hook_spmat_guard_tripped(tcsparseConstSpMatDescr_t spMatDescr, int *tripped)
+{
+    tc_error_clear();
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_guard_tripped: spMatDescr is NULL or not a live "
+                            "sparse descriptor");
+    if (tripped == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_guard_tripped: tripped is NULL");
+    tc_spmat_lock(spMatDescr);
+    *tripped = spMatDescr->guard != NULL && *spMatDescr->guard->tripped != 0;
+    tc_spmat_unlock(spMatDescr);
     return TCSPARSE_STATUS_SUCCESS;
 }
 

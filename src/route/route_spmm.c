@@ -69,13 +69,31 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.split_windows = plan->split_windows;
         a.nsplit = plan->nsplit;
     }
+    char msg[200];
+    const struct tc_guard *g = A->guard;
+    tc_csr_arrays csr = {0};
+    if (g != NULL && g->armed && g->gen == A->struct_gen) {
+        /* the structure is checked on the device first (tc_hook_spmat_guard) */
+        tcsparseStatus_t gst = tc_guard_check_launch(g->off, g->off_bytes, g->idx, g->idx_bytes,
+                                                     g->fp, (tc_guard_dev *)g->dev,
+                                                     (int *)g->tripped, h->stream, msg,
+                                                     sizeof msg);
+        if (gst != TCSPARSE_STATUS_SUCCESS)
+            return tc_error_set(gst, "tcsparseSpMM: %s", msg);
+        a.guard = &((tc_guard_dev *)g->dev)->verdict;
+        csr.nnz = A->nnz;
+        csr.offsets = A->offsets;
+        csr.indices = A->indices;
+        csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
+        csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
+        csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
+    }
     int var[TC_SPMM_MAX_VARIANTS];
     const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
     const int pair =
         nvar > 1 ? tc_tune_choose(h, plan, tc_spmm_kind(h, B, C), d, var, nvar, &a.variant) : -1;
     tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
-    char msg[200];
     tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     if (pair >= 0)
         tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
@@ -87,6 +105,11 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
                     d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
         st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    }
+    if (st == TCSPARSE_STATUS_SUCCESS && a.guard != NULL) {
+        st = tc_spmm_guard_fallback(&a, &csr, h->stream, msg, sizeof msg);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            st = TCSPARSE_STATUS_EXECUTION_FAILED; /* the tensor-core kernel was launched */
     }
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSpMM: %s", msg);

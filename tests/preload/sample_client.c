@@ -294,10 +294,14 @@ int main(void)
 
     /* 6. a descriptor per product, as PyTorch does: a new descriptor over the same arrays
      * (the interposer may reuse the plan), then another matrix with the same sizes written
-     * into the same arrays (a reused plan would give wrong results). */
+     * into the same arrays (a reused plan would give wrong results), then a new descriptor
+     * over that matrix again. */
     CHECK_CUSPARSE(cusparseDestroySpMat(matA));
-    for (int rebuilt = 0; rebuilt < 2; rebuilt++) {
-        if (rebuilt) {
+    static const char *const pass_name[3] = {"spmm new descr, same arrays",
+                                             "spmm new descr, new matrix",
+                                             "spmm new descr, new matrix again"};
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 1) {
             /* same row lengths, other columns: each row's columns drawn again */
             for (int r = 0; r < M; r++) {
                 int len = hoff[r + 1] - hoff[r], c = (int)((urand() + 1.0) * 0.5 * (K - len));
@@ -325,10 +329,54 @@ int main(void)
         CHECK_CUDA(cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)M * N, cudaMemcpyDeviceToHost,
                                    stream));
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        report(rebuilt ? "spmm new descr, new matrix" : "spmm new descr, same arrays",
-               relerr(hC, ref, (size_t)M * N));
+        report(pass_name[pass], relerr(hC, ref, (size_t)M * N));
         CHECK_CUDA(cudaFree(buf));
         CHECK_CUSPARSE(cusparseDestroySpMat(matA));
+    }
+
+    /* 6b. the steady state of a descriptor-per-product program (create, buffer size, SpMM,
+     * destroy), warmed up, then captured into a graph in global mode: a synchronisation or an
+     * allocation anywhere on that path would invalidate the capture.  The markers on stderr
+     * let the test read the interposer's log lines of the captured calls. */
+    {
+        void *buf = NULL;
+        CHECK_CUDA(cudaMalloc(&buf, 1 << 20));
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        for (int phase = 0; phase < 2; phase++) {
+            if (phase == 1) {
+                fprintf(stderr, "sample_client: capture begins\n");
+                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+            }
+            for (int it = 0; it < (phase ? 2 : 12); it++) {
+                size_t bytes = 0;
+                CHECK_CUSPARSE(cusparseCreateCsr(&matA, M, K, nnz, doff, dcol, dval,
+                                                 CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                                 CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+                CHECK_CUSPARSE(cusparseSpMM_bufferSize(handle, NT, NT, &alpha, matA, matB, &beta,
+                                                       matC, CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2,
+                                                       &bytes));
+                if (bytes > (1 << 20)) {
+                    fprintf(stderr, "sample_client: cuSPARSE asks for %zu bytes\n", bytes);
+                    return 1;
+                }
+                CHECK_CUSPARSE(cusparseSpMM(handle, NT, NT, &alpha, matA, matB, &beta, matC,
+                                            CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, buf));
+                CHECK_CUSPARSE(cusparseDestroySpMat(matA));
+            }
+        }
+        CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+        fprintf(stderr, "sample_client: capture ends\n");
+        CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        CHECK_CUDA(cudaMemsetAsync(dC, 0xff, sizeof(float) * (size_t)M * N, stream));
+        CHECK_CUDA(cudaGraphLaunch(exec, stream));
+        CHECK_CUDA(cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)M * N, cudaMemcpyDeviceToHost,
+                                   stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        report("spmm descr per call, captured", relerr(hC, ref, (size_t)M * N));
+        CHECK_CUDA(cudaGraphExecDestroy(exec));
+        CHECK_CUDA(cudaGraphDestroy(graph));
+        CHECK_CUDA(cudaFree(buf));
     }
 
     /* 7. a training loop: the same product 40 times on one descriptor, over a matrix whose

@@ -30,10 +30,15 @@ n=`grep -c 'cusparseSpMM -> tc_spmm' tc.err`
 test "$n" -ge 5 || err "forced route: $n tensor-core SpMM calls, expected 5"
 grep -q 'cusparseSDDMM -> tc_sddmm' tc.err || err "forced route: SDDMM not on tensor cores"
 grep -q 'cusparseSpMM -> cusparse (pass-through)' cusparse.err || err "no pass-through"
-grep -q 'kept plan adopted by a new descriptor (fingerprint matches)' tc.err ||
+grep -q 'kept plan adopted by a new descriptor (checked on the device)' tc.err ||
   err "the plan of a destroyed descriptor was not reused"
-grep -q 'kept plan dropped: the arrays hold another structure now' tc.err ||
+grep -q 'kept plan dropped: a check on the device found another structure in the arrays' tc.err ||
   err "a matrix rebuilt in the same arrays was not detected"
+# the steady state of a descriptor-per-product program, captured in global mode (no host
+# synchronisation, no allocation): both captured products on the tensor cores
+sed -n '/sample_client: capture begins/,/sample_client: capture ends/p' tc.err > captured.err
+n=`grep -c 'cusparseSpMM -> tc_spmm' captured.err`
+test "$n" -eq 2 || { err "forced route: $n of 2 captured products on the tensor cores"; cat captured.err; }
 # late ordering (docs/reorder.md) under the interposer: the training loop's trial decides
 grep -q '; ordering: trial, first-col built' tc.err ||
   err "forced route: no late-ordering trial in the training loop"

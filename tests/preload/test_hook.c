@@ -107,6 +107,31 @@ Test(hook, has_plan_checks)
     cr_expect_eq(tcsparseDestroySpMat(d), TCSPARSE_STATUS_SUCCESS);
 }
 
+/* Argument checks of the device-side guard; its work is tested on a GPU (test_gpu_guard). */
+Test(hook, guard_checks)
+{
+    int32_t off[5] = {0, 1, 2, 3, 4}, idx[4] = {0, 1, 2, 3};
+    float val[4] = {1, 2, 3, 4};
+    tcsparseSpMatDescr_t d = csr4(off, idx, val), coo;
+    cr_assert_eq(tcsparseCreateCoo(&coo, 4, 4, 4, off, idx, val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
+                 TCSPARSE_STATUS_SUCCESS);
+    int t = -1;
+    cr_expect_eq(tc_hook_spmat_guard(NULL, 1, 7), TCSPARSE_STATUS_INVALID_VALUE);
+    expect_message("tc_hook_spmat_guard: spMatDescr");
+    cr_expect_eq(tc_hook_spmat_guard(coo, 1, 7), TCSPARSE_STATUS_NOT_SUPPORTED);
+    expect_message("one CSR matrix");
+    cr_expect_eq(tc_hook_spmat_guard_tripped(NULL, &t), TCSPARSE_STATUS_INVALID_VALUE);
+    expect_message("tc_hook_spmat_guard_tripped: spMatDescr");
+    cr_expect_eq(tc_hook_spmat_guard_tripped(d, NULL), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_expect_eq(t, -1, "a refused call wrote its output");
+    cr_expect_eq(tc_hook_spmat_guard(d, 0, 7), TCSPARSE_STATUS_SUCCESS, "disarming allocates nothing");
+    cr_expect_eq(tc_hook_spmat_guard_tripped(d, &t), TCSPARSE_STATUS_SUCCESS);
+    cr_expect_eq(t, 0, "a descriptor without a guard has not tripped");
+    cr_expect_eq(tcsparseDestroySpMat(coo), TCSPARSE_STATUS_SUCCESS);
+    cr_expect_eq(tcsparseDestroySpMat(d), TCSPARSE_STATUS_SUCCESS);
+}
+
 Test(hook, fingerprint)
 {
     uint64_t fp = 0, fp2 = 0;

@@ -172,6 +172,8 @@ static void tc_shim_report(const char *kind, const char *file, int line, const c
 #define cr_assert_str_empty(s, ...) cr_assert((s)[0] == '\0', __VA_ARGS__)
 #define cr_assert_str_not_empty(s, ...) cr_assert((s)[0] != '\0', __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) cr_expect((a) == (b), __VA_ARGS__)
+#define cr_expect_neq(a, b, ...) cr_expect((a) != (b), __VA_ARGS__)
+#define cr_expect_leq(a, b, ...) cr_expect((a) <= (b), __VA_ARGS__)
 
 #define cr_skip_test(...)                                                                      \
     do {                                                                                       \

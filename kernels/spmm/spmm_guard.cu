@@ -1,0 +1,143 @@
+// The guard's fallback SpMM (tc_spmm_guard_fallback, kernels.h): where the structure check
+// launched before a guarded call found the caller's arrays changed since the plan was built,
+// the tensor-core kernels do nothing and this CUDA-core kernel computes C = alpha * A * B +
+// beta * C from the caller's CSR arrays instead.  It runs only then (every thread block reads
+// the verdict first and returns at once otherwise), so its speed matters little: a warp a row,
+// each lane 4 columns of a 128-column slice, FP32 accumulation.
+#include <cstdint>
+#include <cstdio>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels.h"
+
+namespace {
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x)
+{
+    return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x)
+{
+    return __float2bfloat16_rn(x);
+}
+
+struct FallbackParams {
+    int64_t M, K, N, nnz;
+    const void *offsets, *indices;
+    int offsets_64, indices_64, base;
+    const void *a_val, *B;
+    int64_t ldb;
+    void *C;
+    int64_t ldc;
+    const float *alpha_dev, *beta_dev;
+    float alpha, beta;
+    const int *verdict;
+};
+
+__device__ __forceinline__ int64_t load_index(const void *p, int is64, int64_t i)
+{
+    return is64 ? static_cast<const int64_t *>(p)[i] : (int64_t) static_cast<const int32_t *>(p)[i];
+}
+
+// Position k of row r's entries, clamped into [0, nnz].
+__device__ __forceinline__ int64_t row_start(const FallbackParams &p, int64_t r)
+{
+    const int64_t k = load_index(p.offsets, p.offsets_64, r) - p.base;
+    return k < 0 ? 0 : k > p.nnz ? p.nnz : k;
+}
+
+template <class AT, class CT>
+__global__ void spmm_guard_fallback_kernel(const FallbackParams p)
+{
+    if (*p.verdict != 0)
+        return;
+    constexpr int kCols = 4;
+    const int lane = threadIdx.x & 31;
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    const AT *av = static_cast<const AT *>(p.a_val);
+    const AT *B = static_cast<const AT *>(p.B);
+    CT *C = static_cast<CT *>(p.C);
+    const int64_t step = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.M;
+         r += step) {
+        const int64_t k0 = row_start(p, r), k1 = row_start(p, r + 1);
+        for (int64_t c0 = 0; c0 < p.N; c0 += 32 * kCols) {
+            float acc[kCols] = {};
+            for (int64_t k = k0; k < k1; ++k) {
+                const int64_t col = load_index(p.indices, p.indices_64, k) - p.base;
+                if (col < 0 || col >= p.K)
+                    continue;
+                const float v = to_float(av[k]);
+                const AT *brow = B + col * p.ldb;
+#pragma unroll
+                for (int j = 0; j < kCols; ++j) {
+                    const int64_t c = c0 + lane + 32 * j;
+                    if (c < p.N)
+                        acc[j] += v * to_float(brow[c]);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kCols; ++j) {
+                const int64_t c = c0 + lane + 32 * j;
+                if (c >= p.N)
+                    continue;
+                CT *out = C + r * p.ldc + c;
+                const float old = beta != 0.0f ? beta * to_float(*out) : 0.0f;
+                *out = from_float<CT>(alpha * acc[j] + old);
+            }
+        }
+    }
+}
+
+template <class AT, class CT>
+cudaError_t launch(const FallbackParams &p, cudaStream_t s)
+{
+    // a warp a row, 8 rows a thread block; a grid of a few waves, strided over the rows
+    int64_t blocks = (p.M + 7) / 8;
+    blocks = blocks < 1 ? 1 : blocks > 2048 ? 2048 : blocks;
+    spmm_guard_fallback_kernel<AT, CT><<<(unsigned)blocks, 256, 0, s>>>(p);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a,
+                                                   const tc_csr_arrays *csr, cudaStream_t s,
+                                                   char *err, size_t errlen)
+{
+    if (a->guard == nullptr || a->M == 0 || a->N == 0)
+        return TCSPARSE_STATUS_SUCCESS;
+    FallbackParams p{};
+    p.M = a->M; p.K = a->K; p.N = a->N; p.nnz = csr->nnz;
+    p.offsets = csr->offsets; p.indices = csr->indices;
+    p.offsets_64 = csr->offsets_64; p.indices_64 = csr->indices_64; p.base = csr->base;
+    p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
+    p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
+    p.verdict = a->guard;
+    cudaError_t e;
+    switch (a->ab_type) {
+    case TC_T_F32:
+        e = launch<float, float>(p, s);
+        break;
+    case TC_T_F16:
+        e = a->c_type == TC_T_F32 ? launch<__half, float>(p, s) : launch<__half, __half>(p, s);
+        break;
+    default:
+        e = a->c_type == TC_T_F32 ? launch<__nv_bfloat16, float>(p, s)
+                                  : launch<__nv_bfloat16, __nv_bfloat16>(p, s);
+        break;
+    }
+    if (e == cudaSuccess)
+        return TCSPARSE_STATUS_SUCCESS;
+    snprintf(err, errlen, "the guard's fallback SpMM failed to launch: %s", cudaGetErrorString(e));
+    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+               ? TCSPARSE_STATUS_ARCH_MISMATCH
+               : TCSPARSE_STATUS_EXECUTION_FAILED;
+}

@@ -1,0 +1,341 @@
+/* The device-side guard (tc_hook_spmat_guard, include/tcsparse_hook.h): a tensor-core SpMM on
+ * an armed descriptor checks on the device that the structure arrays still hold the plan's
+ * structure, and computes from the arrays where they do not.  Every result is checked against
+ * the CPU reference in double over the structure the arrays hold at the call: the plan's
+ * (tensor cores), and another one written into the same arrays (the fallback), for 32- and
+ * 64-bit indices, FP32 / 3xTF32 and BF16, the base and balanced kernels, beta = 0 over a C
+ * full of NaN and beta != 0, host and device scalars; the trip word; a capture in global mode
+ * (no synchronisation, no allocation on a guarded execution). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "tcsparse.h"
+#include "tcsparse_ext.h"
+#include "tcsparse_hook.h"
+#include "gen.h"
+#include "testutil.h"
+#include "gpu_test.h"
+
+static uint64_t seed = 777;
+static double urand(void) { return tc_test_rand_uniform(&seed); }
+
+typedef struct {
+    int64_t M, K, N, nnz;
+    int is64;
+    cudaDataType t;
+    int64_t *off;   /* host, rows + 1 */
+    int32_t *col;   /* host, nnz */
+    void *h_val, *h_B, *h_C0; /* host in type t */
+    void *d_off, *d_col, *d_val, *d_B, *d_C;
+} gcase;
+
+/* Rows of the given lengths, columns drawn at random (sorted, distinct). */
+static void draw_columns(gcase *g)
+{
+    for (int64_t r = 0; r < g->M; r++) {
+        const int64_t len = g->off[r + 1] - g->off[r];
+        int64_t c = (int64_t)((urand() + 1.0) * 0.5 * (double)(g->K - len));
+        for (int64_t p = g->off[r]; p < g->off[r + 1]; p++) {
+            g->col[p] = (int32_t)c;
+            c += 1 + (urand() > 0.6 && c + 2 + (g->off[r + 1] - p) < g->K);
+        }
+    }
+}
+
+static void upload_structure(gcase *g)
+{
+    const size_t is = g->is64 ? 8 : 4;
+    void *ho = malloc(is * (size_t)(g->M + 1)), *hc = malloc(is * (size_t)g->nnz);
+    for (int64_t r = 0; r <= g->M; r++)
+        put_index(ho, (size_t)r, g->is64, g->off[r]);
+    for (int64_t p = 0; p < g->nnz; p++)
+        put_index(hc, (size_t)p, g->is64, g->col[p]);
+    cr_assert_eq(cudaMemcpy(g->d_off, ho, is * (size_t)(g->M + 1), cudaMemcpyHostToDevice),
+                 cudaSuccess);
+    cr_assert_eq(cudaMemcpy(g->d_col, hc, is * (size_t)g->nnz, cudaMemcpyHostToDevice),
+                 cudaSuccess);
+    free(ho);
+    free(hc);
+}
+
+static void make_case(gcase *g, int64_t M, int64_t K, int64_t N, int is64, cudaDataType t)
+{
+    memset(g, 0, sizeof *g);
+    g->M = M, g->K = K, g->N = N, g->is64 = is64, g->t = t;
+    g->off = malloc(sizeof(int64_t) * (size_t)(M + 1));
+    g->off[0] = 0;
+    for (int64_t r = 0; r < M; r++) /* rows of 0 to 40 entries, a few long ones */
+        g->off[r + 1] = g->off[r] + (r % 97 == 5 ? 300 : (int64_t)((urand() + 1.0) * 20.0));
+    g->nnz = g->off[M];
+    g->col = malloc(sizeof(int32_t) * (size_t)g->nnz);
+    draw_columns(g);
+    const size_t es = esize(t);
+    g->h_val = malloc(es * (size_t)g->nnz);
+    g->h_B = malloc(es * (size_t)(K * N));
+    g->h_C0 = malloc(es * (size_t)(M * N));
+    for (int64_t i = 0; i < g->nnz; i++)
+        put(g->h_val, (size_t)i, t, urand());
+    for (int64_t i = 0; i < K * N; i++)
+        put(g->h_B, (size_t)i, t, urand());
+    for (int64_t i = 0; i < M * N; i++)
+        put(g->h_C0, (size_t)i, t, urand());
+    const size_t is = is64 ? 8 : 4;
+    cr_assert_eq(cudaMalloc(&g->d_off, is * (size_t)(M + 1)), cudaSuccess);
+    cr_assert_eq(cudaMalloc(&g->d_col, is * (size_t)g->nnz), cudaSuccess);
+    upload_structure(g);
+    g->d_val = to_device(g->h_val, es * (size_t)g->nnz);
+    g->d_B = to_device(g->h_B, es * (size_t)(K * N));
+    cr_assert_eq(cudaMalloc(&g->d_C, es * (size_t)(M * N)), cudaSuccess);
+}
+
+static void free_case(gcase *g)
+{
+    cudaFree(g->d_off), cudaFree(g->d_col), cudaFree(g->d_val), cudaFree(g->d_B);
+    cudaFree(g->d_C);
+    free(g->off), free(g->col), free(g->h_val), free(g->h_B), free(g->h_C0);
+}
+
+/* C before the call: the case's C0, or NaN everywhere (beta = 0 must not read it). */
+static void reset_c(const gcase *g, int nan_c)
+{
+    const size_t bytes = esize(g->t) * (size_t)(g->M * g->N);
+    if (nan_c)
+        cr_assert_eq(cudaMemset(g->d_C, 0xff, bytes), cudaSuccess);
+    else
+        cr_assert_eq(cudaMemcpy(g->d_C, g->h_C0, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+/* ||C - (alpha A B + beta C0)|| / ||ref|| over the structure the host arrays hold now. */
+static double check_c(const gcase *g, double alpha, double beta)
+{
+    const size_t es = esize(g->t), n = (size_t)(g->M * g->N);
+    void *hc = malloc(es * n);
+    cr_assert_eq(cudaMemcpy(hc, g->d_C, es * n, cudaMemcpyDeviceToHost), cudaSuccess);
+    double num = 0, den = 0;
+    double *acc = malloc(sizeof(double) * (size_t)g->N);
+    for (int64_t r = 0; r < g->M; r++) {
+        for (int64_t j = 0; j < g->N; j++)
+            acc[j] = 0;
+        for (int64_t p = g->off[r]; p < g->off[r + 1]; p++)
+            for (int64_t j = 0; j < g->N; j++)
+                acc[j] += get(g->h_val, (size_t)p, g->t) *
+                          get(g->h_B, (size_t)(g->col[p] * g->N + j), g->t);
+        for (int64_t j = 0; j < g->N; j++) {
+            const size_t i = (size_t)(r * g->N + j);
+            const double ref = alpha * acc[j] + (beta != 0 ? beta * get(g->h_C0, i, g->t) : 0);
+            const double out = get(hc, i, g->t);
+            if (!isfinite(out)) {
+                free(hc), free(acc);
+                return INFINITY;
+            }
+            num += (out - ref) * (out - ref);
+            den += ref * ref;
+        }
+    }
+    free(hc), free(acc);
+    return sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
+}
+
+static tcsparseSpMatDescr_t make_descr(const gcase *g)
+{
+    tcsparseSpMatDescr_t A;
+    const tcsparseIndexType_t it = g->is64 ? TCSPARSE_INDEX_64I : TCSPARSE_INDEX_32I;
+    cr_assert_eq(tcsparseCreateCsr(&A, g->M, g->K, g->nnz, g->d_off, g->d_col, g->d_val, it, it,
+                                   TCSPARSE_INDEX_BASE_ZERO, g->t),
+                 TCSPARSE_STATUS_SUCCESS);
+    return A;
+}
+
+/* One SpMM with host or device scalars; returns the kernel the route names. */
+static void spmm(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, float alpha,
+                 float beta, int dev_scalars, char *kernel, size_t kn)
+{
+    tcsparseDnMatDescr_t B, C;
+    cr_assert_eq(tcsparseCreateDnMat(&B, g->K, g->N, g->N, g->d_B, g->t, TCSPARSE_ORDER_ROW),
+                 TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCreateDnMat(&C, g->M, g->N, g->N, g->d_C, g->t, TCSPARSE_ORDER_ROW),
+                 TCSPARSE_STATUS_SUCCESS);
+    float *ds = NULL;
+    const void *pa = &alpha, *pb = &beta;
+    if (dev_scalars) {
+        float s[2] = {alpha, beta};
+        ds = to_device(s, sizeof s);
+        pa = ds, pb = ds + 1;
+        cr_assert_eq(tcsparseSetPointerMode(h, TCSPARSE_POINTER_MODE_DEVICE),
+                     TCSPARSE_STATUS_SUCCESS);
+    }
+    const tcsparseOperation_t NT = TCSPARSE_OPERATION_NON_TRANSPOSE;
+    cr_assert_eq(tcsparseSpMM(h, NT, NT, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT,
+                              NULL),
+                 TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+    tcsparseRouteInfo_t info;
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    snprintf(kernel, kn, "%s", info.kernel);
+    cr_expect_neq(info.path, TCSPARSE_PATH_CUSPARSE, "the forced route ran cuSPARSE: %s",
+                  info.reason);
+    if (ds != NULL) {
+        cr_assert_eq(tcsparseSetPointerMode(h, TCSPARSE_POINTER_MODE_HOST),
+                     TCSPARSE_STATUS_SUCCESS);
+        cudaFree(ds);
+    }
+    tcsparseDestroyDnMat(B);
+    tcsparseDestroyDnMat(C);
+}
+
+static int tripped(tcsparseSpMatDescr_t A)
+{
+    int t = -1;
+    cr_assert_eq(tc_hook_spmat_guard_tripped(A, &t), TCSPARSE_STATUS_SUCCESS);
+    return t;
+}
+
+/* The plan's structure (tensor cores behind a passing check), then another structure in the
+ * same arrays (the check fails: the fallback computes it), for one configuration. */
+static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int math_tf32)
+{
+    gcase g;
+    make_case(&g, 3001, 2500, 72, is64, t);
+    const double bound = t == CUDA_R_32F ? (math_tf32 ? 5e-3 : 1e-5) : 2e-2;
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseSetRoute(h, route), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseSetMathMode(h, math_tf32 ? TCSPARSE_MATH_TF32 : TCSPARSE_MATH_DEFAULT),
+                 TCSPARSE_STATUS_SUCCESS);
+    tcsparseSpMatDescr_t A = make_descr(&g);
+    char kernel[64];
+    reset_c(&g, 0);
+    spmm(h, &g, A, 1.0f, 0.5f, 0, kernel, sizeof kernel); /* builds the plan */
+    cr_expect_leq(check_c(&g, 1.0, 0.5), bound, "unguarded %s", kernel);
+    uint64_t fp;
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS, "%s",
+                 tcsparseGetLastErrorMessage());
+    for (int dev = 0; dev < 2; dev++) {
+        reset_c(&g, 0);
+        spmm(h, &g, A, 1.5f, 0.5f, dev, kernel, sizeof kernel);
+        double e = check_c(&g, 1.5, 0.5);
+        cr_expect_leq(e, bound, "guard passes, %s, %s scalars: relerr %g", kernel,
+                      dev ? "device" : "host", e);
+        reset_c(&g, 1);
+        spmm(h, &g, A, 1.0f, 0.0f, dev, kernel, sizeof kernel);
+        e = check_c(&g, 1.0, 0.0);
+        cr_expect_leq(e, bound, "guard passes, beta 0 over NaN, %s: relerr %g", kernel, e);
+    }
+    cr_expect_eq(tripped(A), 0, "a passing check raised the trip word");
+    /* another structure, same sizes, written into the same arrays */
+    draw_columns(&g);
+    upload_structure(&g);
+    for (int dev = 0; dev < 2; dev++) {
+        reset_c(&g, 0);
+        spmm(h, &g, A, 1.5f, 0.5f, dev, kernel, sizeof kernel);
+        double e = check_c(&g, 1.5, 0.5);
+        /* the fallback accumulates in FP32 from the caller's values: FP32 accuracy */
+        cr_expect_leq(e, t == CUDA_R_32F ? 1e-5 : 2e-2,
+                      "stale plan, %s, %s scalars: relerr %g", kernel, dev ? "device" : "host", e);
+        reset_c(&g, 1);
+        spmm(h, &g, A, 1.0f, 0.0f, dev, kernel, sizeof kernel);
+        e = check_c(&g, 1.0, 0.0);
+        cr_expect_leq(e, t == CUDA_R_32F ? 1e-5 : 2e-2, "stale plan, beta 0 over NaN: %g", e);
+    }
+    cr_expect_eq(tripped(A), 1, "a failing check did not raise the trip word");
+    /* disarmed: a setter announcing the rewrite drops the plan, and the next plan is right */
+    cr_assert_eq(tc_hook_spmat_guard(A, 0, 0), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCsrSetPointers(A, g.d_off, g.d_col, g.d_val), TCSPARSE_STATUS_SUCCESS);
+    reset_c(&g, 0);
+    spmm(h, &g, A, 1.0f, 0.5f, 0, kernel, sizeof kernel);
+    cr_expect_leq(check_c(&g, 1.0, 0.5), bound, "new plan after the rewrite");
+    tcsparseDestroySpMat(A);
+    tcsparseDestroy(h);
+    free_case(&g);
+}
+
+Test(gpu_guard, fp32_base_32bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 0);
+}
+
+Test(gpu_guard, fp32_balanced_64bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BALANCED, 0);
+}
+
+Test(gpu_guard, tf32_base_64bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 1);
+}
+
+Test(gpu_guard, bf16_balanced_32bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(0, CUDA_R_16BF, TCSPARSE_ROUTE_TC_BALANCED, 0);
+}
+
+/* A guarded execution captured in global mode: any synchronisation or allocation on that path
+ * would invalidate the capture; the graph's replays check the arrays each time. */
+Test(gpu_guard, captured_in_global_mode)
+{
+    TC_REQUIRE_GPU();
+    gcase g;
+    make_case(&g, 2000, 1800, 64, 0, CUDA_R_32F);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE), TCSPARSE_STATUS_SUCCESS);
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(tcsparseSetStream(h, s), TCSPARSE_STATUS_SUCCESS);
+    tcsparseSpMatDescr_t A = make_descr(&g);
+    char kernel[64];
+    reset_c(&g, 0);
+    spmm(h, &g, A, 1.0f, 0.5f, 0, kernel, sizeof kernel);
+    /* later executions take the plan's settled kernel: run a few before the capture */
+    for (int i = 0; i < 12; i++)
+        spmm(h, &g, A, 1.0f, 0.5f, 0, kernel, sizeof kernel);
+    uint64_t fp;
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, s, &fp), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS);
+    tcsparseDnMatDescr_t B, C;
+    cr_assert_eq(tcsparseCreateDnMat(&B, g.K, g.N, g.N, g.d_B, g.t, TCSPARSE_ORDER_ROW),
+                 TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseCreateDnMat(&C, g.M, g.N, g.N, g.d_C, g.t, TCSPARSE_ORDER_ROW),
+                 TCSPARSE_STATUS_SUCCESS);
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    const tcsparseStatus_t st =
+        tcsparseSpMM(h, TCSPARSE_OPERATION_NON_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
+                     &alpha, A, B, &beta, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, NULL);
+    cr_assert_eq(cudaStreamEndCapture(s, &graph), cudaSuccess,
+                 "the guarded execution broke the capture");
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
+    tcsparseRouteInfo_t info;
+    cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
+    cr_expect_neq(info.path, TCSPARSE_PATH_CUSPARSE, "captured call on cuSPARSE: %s",
+                  info.reason);
+    cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    reset_c(&g, 1);
+    cr_assert_eq(cudaGraphLaunch(exec, s), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+    cr_expect_leq(check_c(&g, 1.0, 0.0), 1e-5, "replay, plan's structure");
+    draw_columns(&g);
+    upload_structure(&g);
+    reset_c(&g, 1);
+    cr_assert_eq(cudaGraphLaunch(exec, s), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+    cr_expect_leq(check_c(&g, 1.0, 0.0), 1e-5, "replay, another structure in the arrays");
+    cr_expect_eq(tripped(A), 1);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    tcsparseDestroyDnMat(B);
+    tcsparseDestroyDnMat(C);
+    tcsparseDestroySpMat(A);
+    tcsparseDestroy(h);
+    cudaStreamDestroy(s);
+    free_case(&g);
+}
