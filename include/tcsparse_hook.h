@@ -121,6 +121,7 @@ typedef struct {
     int keep;           /* TCSPARSE_X_PRELOAD_KEEP: plans of destroyed descriptors kept */
     int convert_after;  /* TCSPARSE_X_PRELOAD_CONVERT_AFTER: executions before a conversion */
     int trust_pointers; /* TCSPARSE_X_PRELOAD_TRUST_POINTERS: adopt a kept plan unchecked */
+    int measure;        /* TCSPARSE_X_PRELOAD_MEASURE: time cuSPARSE against tcsparse */
 } tc_hook_settings;
 
 /* Fills *settings (INVALID_VALUE when it is NULL). */

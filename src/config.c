@@ -266,6 +266,7 @@ static void tc_read_preload(tc_config *c)
     c->preload.convert_after = (int)tc_env_long("TCSPARSE_X_PRELOAD_CONVERT_AFTER", 1, 1000000,
                                                 2, "an execution count in 1..1000000");
     c->preload.trust_pointers = tc_env_switch("TCSPARSE_X_PRELOAD_TRUST_POINTERS", 0);
+    c->preload.measure = tc_env_switch("TCSPARSE_X_PRELOAD_MEASURE", 1);
 }
 
 static void tc_read_grb(tc_config *c)

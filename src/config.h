@@ -106,6 +106,8 @@ typedef struct {
         int keep;           /* TCSPARSE_X_PRELOAD_KEEP: 0..1024 (default 8) */
         int convert_after;  /* TCSPARSE_X_PRELOAD_CONVERT_AFTER: 1..1000000 (default 2) */
         int trust_pointers; /* TCSPARSE_X_PRELOAD_TRUST_POINTERS (default 0) */
+        int measure;        /* TCSPARSE_X_PRELOAD_MEASURE: cuSPARSE timed against tcsparse per
+                             * kind of call (default 1) */
     } preload;
 
     /* ---- the GraphBLAS adapter (compat/graphblas) ---- */

@@ -92,12 +92,40 @@ static tcsparseStatus_t tc_call_tcsparse(tcsparseHandle_t h, const tc_call *c, t
 /* Set by tc_try when a tensor-core execution failed after it may have launched work. */
 static __thread int tc_exec_failed;
 
+static cusparseStatus_t tc_real_call(const tc_call *c);
+
+/* The kind of the call (choose.c): 0 when a dense descriptor cannot be read. */
+static int tc_call_shape_of(const tc_call *c, tc_call_shape *k)
+{
+    memset(k, 0, sizeof *k); /* compared as bytes */
+    k->sddmm = c->sddmm;
+    k->opA = (int)c->opA;
+    k->opB = (int)c->opB;
+    k->ct = (int)c->ct;
+    k->alg = c->alg;
+    for (int i = 0; i < 2; i++) {
+        const void *v;
+        cudaDataType t;
+        cusparseOrder_t o;
+        if (cusparseConstDnMatGet(i ? c->dn2 : c->dn1, &k->rows[i], &k->cols[i], &k->ld[i], &v,
+                                  &t, &o) != CUSPARSE_STATUS_SUCCESS)
+            return 0;
+        k->type[i] = (int)t;
+        k->order[i] = (int)o;
+    }
+    return 1;
+}
+
 /* Runs the call through tcsparse on shadow descriptors.  Returns 1 when tcsparse did the whole
- * work (TC path executed, or a size computed); 0 when the real cuSPARSE must be called, with
+ * work (TC path executed, or a size computed); 2 when it called the real cuSPARSE itself, to
+ * time it (choose.c; its status in *real_st); 0 when the real cuSPARSE must be called, with
  * `route` and `why` describing the decision. */
-static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn)
+static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn,
+                  cusparseStatus_t *real_st)
 {
     int done = 0;
+    tc_choice *ch = NULL; /* the kind of call being measured, and this call's sample */
+    int slot = -1;
     snprintf(route, rn, "cusparse");
     pthread_mutex_lock(&tc_shim_lock);
     tc_shim_depth++;
@@ -111,13 +139,38 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     tc_shim_spmat *e = h != NULL ? tc_shim_spmat_get(c->sp, why, wn) : NULL;
     if (e == NULL)
         goto out;
+    tcsparseRoute_t route_now;
+    const int route_auto = tc_hook_route(h, &route_now) == TCSPARSE_STATUS_SUCCESS &&
+                           route_now == TCSPARSE_ROUTE_AUTO;
+    tc_call_shape shape;
+    if (c->phase == TC_PH_EXEC && route_auto && tc_shim.measure && tc_shim_has_plan(e) &&
+        tc_call_shape_of(c, &shape)) {
+        /* the automatic route on a structure with a plan: the kind's measured choice */
+        const int capturing = tc_shim_capturing();
+        tc_choice *k = tc_choice_find(&e->choices, &shape, !capturing);
+        const int state = k != NULL ? tc_choice_poll(k) : TC_CHOICE_ROUTE;
+        if (state == TC_CHOICE_CUSPARSE) {
+            tc_choice_describe(k, why, wn);
+            goto out;
+        }
+        if (state == TC_CHOICE_MEASURING && !capturing) {
+            ch = k;
+            if (tc_choice_next(ch) == TC_PATH_CUSPARSE) {
+                slot = tc_choice_start(ch, TC_PATH_CUSPARSE, stream);
+                *real_st = tc_real_call(c);
+                tc_choice_stop(ch, slot, stream, *real_st == CUSPARSE_STATUS_SUCCESS);
+                slot = -1;
+                tc_choice_describe(ch, why, wn);
+                done = 2;
+                goto out;
+            }
+            slot = tc_choice_start(ch, TC_PATH_TCSPARSE, stream);
+        }
+    }
     /* SpMM: B is read-only, C written; SDDMM: both dense operands are read-only */
     if (tc_shim_dn_shadow(c->dn1, 1, &d1, why, wn) != TCSPARSE_STATUS_SUCCESS ||
         tc_shim_dn_shadow(c->dn2, c->sddmm, &d2, why, wn) != TCSPARSE_STATUS_SUCCESS)
         goto out;
-    tcsparseRoute_t route_now;
-    const int route_auto = tc_hook_route(h, &route_now) == TCSPARSE_STATUS_SUCCESS &&
-                           route_now == TCSPARSE_ROUTE_AUTO;
     if (c->phase == TC_PH_PREPROCESS && e->unverified &&
         !tc_shim_verify(e, stream) && e->unverified) {
         /* _preprocess may decide and measure: never on a plan not checked yet */
@@ -175,9 +228,23 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         int deferred = 1;
         (void)tc_hook_deferred(h, &deferred);
         done = !deferred;
+        if (ch != NULL) {
+            tc_choice_stop(ch, slot, stream, done);
+            slot = -1;
+            if (!done)
+                tc_choice_settle(ch); /* the route sent it to cuSPARSE itself */
+        }
     }
     tc_shim_note_plan(e, stream);
+    if (ch != NULL && done) {
+        char m[120];
+        tc_choice_describe(ch, m, sizeof m);
+        const size_t used = strlen(why);
+        snprintf(why + used, wn - used, "; %s", m);
+    }
 out:
+    if (ch != NULL && slot >= 0)
+        tc_choice_stop(ch, slot, stream, 0);
     if (d1 != NULL)
         tcsparseDestroyDnMat(d1);
     if (d2 != NULL)
@@ -242,7 +309,7 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
             tc_shim_logf("%s%s -> cusparse size %zu", fn, sfx, *c->size);
             return st;
         }
-        if (tc_try(c, route, sizeof route, why, sizeof why)) {
+        if (tc_try(c, route, sizeof route, why, sizeof why, &st)) {
             tc_shim_logf("%s%s -> tcsparse (%s)", fn, sfx, why);
             return CUSPARSE_STATUS_SUCCESS;
         }
@@ -252,7 +319,7 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
     if (c->phase == TC_PH_PREPROCESS) {
         /* tcsparse builds the plan (and measures, with TCSPARSE_SELECT=measure); cuSPARSE
          * preprocesses too, so that either path can execute afterwards. */
-        (void)tc_try(c, route, sizeof route, why, sizeof why);
+        (void)tc_try(c, route, sizeof route, why, sizeof why, &st);
         st = tc_real_call(c);
         /* cuSPARSE refuses what the tensor cores will run: that refusal is forgiven, and so
          * is its complaint about a NULL buffer where our _bufferSize said 0 for such a case;
@@ -265,9 +332,14 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
         return st;
     }
     tc_exec_failed = 0;
-    if (tc_try(c, route, sizeof route, why, sizeof why)) {
+    const int r = tc_try(c, route, sizeof route, why, sizeof why, &st);
+    if (r == 1) {
         tc_shim_logf("%s -> %s (%s)", fn, route, why);
         return CUSPARSE_STATUS_SUCCESS;
+    }
+    if (r == 2) {
+        tc_shim_logf("%s -> cusparse (%s)", fn, why);
+        return st;
     }
     if (tc_exec_failed) {
         tc_shim_logf("%s -> failed (%s)", fn, why);

@@ -68,6 +68,7 @@ static void tc_shim_init(void)
     tc_shim.keep = set.keep;
     tc_shim.convert_after = set.convert_after;
     tc_shim.trust = set.trust_pointers;
+    tc_shim.measure = set.measure;
     if (!tc_shim.ready)
         fprintf(stderr, "tcsparse-preload: some real cuSPARSE functions were not found: the "
                         "others are forwarded, no call is routed, and a missing one fails "

@@ -73,6 +73,7 @@ static void tc_spmat_free(tc_shim_spmat *e)
     }
     if (e->shadow != NULL)
         tcsparseDestroySpMat(e->shadow);
+    tc_choice_free_all(&e->choices);
     free(e);
 }
 
@@ -84,6 +85,11 @@ static void tc_pending_drain(void)
         tc_pending = e->next;
         tc_spmat_free(e);
     }
+}
+
+int tc_shim_capturing(void)
+{
+    return tc_capture_seen;
 }
 
 void tc_shim_capture_note(cudaStream_t stream)
@@ -249,6 +255,7 @@ static void tc_shadow_renew(tc_shim_spmat *e)
     e->have_fp = 0;
     e->guardable = 0;
     e->guarded = 0;
+    tc_choice_free_all(&e->choices); /* timed on another structure */
 }
 
 tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n)

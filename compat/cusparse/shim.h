@@ -3,6 +3,7 @@
  *             when a call may be routed;
  *   shadow.c  the tcsparse handles and descriptors mirroring the caller's, the plans kept
  *             from destroyed descriptors, the structures seen without a plan;
+ *   choose.c  the measured choice between tcsparse and cuSPARSE per kind of call;
  *   preload.c the intercepted functions (what the interposer does: read it first).
  * The interposer is a client of tcsparse.h, tcsparse_ext.h and tcsparse_hook.h only. */
 #ifndef TC_SHIM_H
@@ -52,6 +53,7 @@ typedef struct {
     int keep;          /* TCSPARSE_X_PRELOAD_KEEP (default 8) */
     int trust;         /* TCSPARSE_X_PRELOAD_TRUST_POINTERS=1: adopt without a check */
     int convert_after; /* TCSPARSE_X_PRELOAD_CONVERT_AFTER (default 2) */
+    int measure;       /* TCSPARSE_X_PRELOAD_MEASURE (default 1): choose.c */
 } tc_shim_settings;
 extern tc_shim_settings tc_shim;
 
@@ -93,6 +95,36 @@ typedef struct {
     int offsets_type, indices_type, base, value_type;
 } tc_spmat_sig;
 
+/* ------------------------------------------------------------------ choose.c */
+
+/* A kind of call (choose.c): everything about a call but the structure (whose shadow holds
+ * the list) and the values. */
+typedef struct {
+    int sddmm, opA, opB, ct, alg;
+    int64_t rows[2], cols[2], ld[2]; /* the dense operands: SpMM B, C; SDDMM A, B */
+    int type[2], order[2];
+} tc_call_shape;
+typedef struct tc_choice tc_choice;
+enum { TC_CHOICE_MEASURING, TC_CHOICE_ROUTE, TC_CHOICE_CUSPARSE }; /* a kind's state */
+enum { TC_PATH_TCSPARSE = 0, TC_PATH_CUSPARSE = 1 };                /* who runs a call */
+
+/* The kind's record in *list (moved to its front), made when `create`; NULL if none. */
+tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int create);
+void tc_choice_free_all(tc_choice **list);
+/* Reads the samples that completed (never waits); the kind's state. */
+int tc_choice_poll(tc_choice *c);
+/* While measuring: who runs this call. */
+int tc_choice_next(const tc_choice *c);
+/* Times this call on `stream` for `path`: a slot for tc_choice_stop, or -1 (not timed). */
+int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
+/* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
+ * dropped). */
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok);
+/* Stops measuring: the route's own decisions stand (it sent the call to cuSPARSE itself). */
+void tc_choice_settle(tc_choice *c);
+/* The kind's state in words, for the log. */
+void tc_choice_describe(const tc_choice *c, char *out, size_t n);
+
 /* The shadow of a caller's sparse descriptor, or a kept one (key NULL). */
 typedef struct tc_shim_spmat {
     const void *key; /* the caller's descriptor; NULL for a kept orphan */
@@ -103,6 +135,7 @@ typedef struct tc_shim_spmat {
     int unverified; /* adopted from a kept plan; checked before a tensor-core launch */
     int guardable;  /* the shadow's device-side guard is set up (CSR, fingerprint known) */
     int guarded;    /* the guard is armed for this adoption (SpMM checked on the device) */
+    tc_choice *choices; /* the kinds of call measured on this structure (choose.c) */
     unsigned long long used; /* orphans: last use, for least-recently-used */
     struct tc_shim_spmat *next;
 } tc_shim_spmat;
@@ -122,6 +155,8 @@ void tc_shim_handle_drop(cusparseHandle_t handle);
 /* Notes whether this thread's routed call runs on a capturing stream, and outside a capture
  * frees what earlier captured calls could not. */
 void tc_shim_capture_note(cudaStream_t stream);
+/* What tc_shim_capture_note found for this thread's call. */
+int tc_shim_capturing(void);
 /* The shadow of a caller's sparse descriptor, made or refreshed, or a kept plan over the
  * same arrays taken over; NULL with a reason when tcsparse cannot mirror it. */
 tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n);

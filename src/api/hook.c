@@ -216,5 +216,6 @@ tcsparseStatus_t tc_hook_get_settings(tc_hook_settings *settings)
     settings->keep = c->preload.keep;
     settings->convert_after = c->preload.convert_after;
     settings->trust_pointers = c->preload.trust_pointers;
+    settings->measure = c->preload.measure;
     return TCSPARSE_STATUS_SUCCESS;
 }

@@ -1,0 +1,209 @@
+/* Measured choice between tcsparse and the real cuSPARSE, per kind of call (shim.h).
+ *
+ * tcsparse's route decides from a model where it cannot time cuSPARSE (the interposer's
+ * handles leave cuSPARSE's calls to the interposer), and a model that guesses wrong makes a
+ * program slower for good.  So, with the automatic route, each kind of call on a matrix with a
+ * plan (the structure, the operation, the dense operands' shapes, types and orders, the
+ * algorithm asked for) times its first executions: tcsparse's as the route runs them, and a
+ * few of the real cuSPARSE's, interleaved, with CUDA events on the caller's stream.  Nothing
+ * waits for them: each call reads the samples that have completed (cudaEventQuery), and once
+ * there are TC_CHOICE_CU of cuSPARSE and TC_CHOICE_TC of tcsparse the kind keeps the faster
+ * (the fastest sample of each: tcsparse's first executions include the route's own tuning of
+ * its kernels, whose slower variants are not what it settles on).  Inside a stream capture
+ * nothing is timed (events of a capture cannot be read) and the choice so far applies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+enum { TC_CHOICE_CU = 3, TC_CHOICE_TC = 6, TC_CHOICE_SLOTS = TC_CHOICE_CU + TC_CHOICE_TC + 3 };
+
+typedef struct {
+    cudaEvent_t start, stop;
+    int path;    /* TC_PATH_TCSPARSE or TC_PATH_CUSPARSE */
+    int pending; /* recorded, not read yet */
+    int busy;    /* started, not stopped yet */
+} tc_sample;
+
+struct tc_choice {
+    tc_call_shape shape;
+    int state;                  /* TC_CHOICE_* */
+    int issued[2], done[2];     /* per path */
+    float best[2];              /* fastest completed sample per path, ms */
+    int device;
+    int have_events;
+    tc_sample s[TC_CHOICE_SLOTS];
+    struct tc_choice *next;
+};
+
+static int tc_shape_equal(const tc_call_shape *a, const tc_call_shape *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
+static void tc_choice_free(tc_choice *c)
+{
+    if (c->have_events) {
+        int cur = -1;
+        const int sw = cudaGetDevice(&cur) == cudaSuccess && cur != c->device &&
+                       cudaSetDevice(c->device) == cudaSuccess;
+        for (int i = 0; i < TC_CHOICE_SLOTS; i++) {
+            cudaEventDestroy(c->s[i].start);
+            cudaEventDestroy(c->s[i].stop);
+        }
+        (void)cudaGetLastError();
+        if (sw)
+            (void)cudaSetDevice(cur);
+    }
+    free(c);
+}
+
+void tc_choice_free_all(tc_choice **list)
+{
+    while (*list != NULL) {
+        tc_choice *c = *list;
+        *list = c->next;
+        tc_choice_free(c);
+    }
+}
+
+tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int create)
+{
+    int n = 0;
+    for (tc_choice **pp = list; *pp != NULL; pp = &(*pp)->next, n++)
+        if (tc_shape_equal(&(*pp)->shape, shape)) {
+            tc_choice *c = *pp; /* to the front: the kinds in use stay near it */
+            *pp = c->next;
+            c->next = *list;
+            *list = c;
+            return c;
+        }
+    if (!create)
+        return NULL;
+    if (n >= 16) { /* a bounded list: the least recently used kind goes */
+        tc_choice **pp = list;
+        while ((*pp)->next != NULL)
+            pp = &(*pp)->next;
+        tc_choice_free(*pp);
+        *pp = NULL;
+    }
+    tc_choice *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->shape = *shape;
+    c->state = TC_CHOICE_MEASURING;
+    c->next = *list;
+    *list = c;
+    return c;
+}
+
+int tc_choice_poll(tc_choice *c)
+{
+    if (c->state != TC_CHOICE_MEASURING || !c->have_events)
+        return c->state;
+    for (int i = 0; i < TC_CHOICE_SLOTS; i++) {
+        tc_sample *s = &c->s[i];
+        if (!s->pending)
+            continue;
+        const cudaError_t q = cudaEventQuery(s->stop);
+        if (q == cudaErrorNotReady)
+            continue;
+        float ms = 0;
+        s->pending = 0;
+        if (q != cudaSuccess || cudaEventElapsedTime(&ms, s->start, s->stop) != cudaSuccess) {
+            (void)cudaGetLastError(); /* a sample lost; later calls give another */
+            c->issued[s->path]--;
+            continue;
+        }
+        if (c->done[s->path]++ == 0 || ms < c->best[s->path])
+            c->best[s->path] = ms;
+    }
+    if (c->done[TC_PATH_CUSPARSE] >= TC_CHOICE_CU && c->done[TC_PATH_TCSPARSE] >= TC_CHOICE_TC)
+        c->state = c->best[TC_PATH_TCSPARSE] < c->best[TC_PATH_CUSPARSE] ? TC_CHOICE_ROUTE
+                                                                          : TC_CHOICE_CUSPARSE;
+    return c->state;
+}
+
+int tc_choice_next(const tc_choice *c)
+{
+    /* tcsparse first (its plan just built, its tuning to run), then cuSPARSE every other
+     * call until it has its samples */
+    const int cu = c->issued[TC_PATH_CUSPARSE], tc = c->issued[TC_PATH_TCSPARSE];
+    return cu < TC_CHOICE_CU && tc > 2 * cu ? TC_PATH_CUSPARSE : TC_PATH_TCSPARSE;
+}
+
+int tc_choice_start(tc_choice *c, int path, cudaStream_t stream)
+{
+    if (!c->have_events) {
+        if (cudaGetDevice(&c->device) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        int made = 0;
+        for (; made < TC_CHOICE_SLOTS; made++) {
+            if (cudaEventCreate(&c->s[made].start) != cudaSuccess)
+                break;
+            if (cudaEventCreate(&c->s[made].stop) != cudaSuccess) {
+                cudaEventDestroy(c->s[made].start);
+                break;
+            }
+        }
+        if (made < TC_CHOICE_SLOTS) {
+            (void)cudaGetLastError();
+            for (int i = 0; i < made; i++) {
+                cudaEventDestroy(c->s[i].start);
+                cudaEventDestroy(c->s[i].stop);
+            }
+            c->state = TC_CHOICE_ROUTE; /* no events: the route's own decision stands */
+            return -1;
+        }
+        c->have_events = 1;
+    }
+    for (int i = 0; i < TC_CHOICE_SLOTS; i++) {
+        tc_sample *s = &c->s[i];
+        if (s->pending || s->busy)
+            continue;
+        if (cudaEventRecord(s->start, stream) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        s->busy = 1;
+        s->path = path;
+        c->issued[path]++;
+        return i;
+    }
+    return -1; /* every slot waits for its sample: this call is not timed */
+}
+
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok)
+{
+    if (slot < 0)
+        return;
+    tc_sample *s = &c->s[slot];
+    s->busy = 0;
+    if (ok && cudaEventRecord(s->stop, stream) == cudaSuccess) {
+        s->pending = 1;
+        return;
+    }
+    (void)cudaGetLastError();
+    c->issued[s->path]--;
+}
+
+void tc_choice_settle(tc_choice *c)
+{
+    c->state = TC_CHOICE_ROUTE;
+}
+
+void tc_choice_describe(const tc_choice *c, char *out, size_t n)
+{
+    if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
+        snprintf(out, n, "not measured: the route's own decision");
+    else if (c->state == TC_CHOICE_MEASURING)
+        snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d",
+                 c->done[TC_PATH_CUSPARSE], TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC);
+    else
+        snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
+                 c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],
+                 c->done[TC_PATH_TCSPARSE]);
+}
