@@ -11,6 +11,7 @@
  * (the fastest sample of each: tcsparse's first executions include the route's own tuning of
  * its kernels, whose slower variants are not what it settles on).  Inside a stream capture
  * nothing is timed (events of a capture cannot be read) and the choice so far applies. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,4 +207,50 @@ void tc_choice_describe(const tc_choice *c, char *out, size_t n)
         snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
                  c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],
                  c->done[TC_PATH_TCSPARSE]);
+}
+
+/* ------------------------------------------------------------------ settled kinds */
+
+#define TC_VERDICTS 512
+static struct {
+    int used;
+    tc_spmat_sig sig;
+    tc_call_shape shape;
+    char why[112];
+} tc_verdicts[TC_VERDICTS];
+
+static unsigned tc_verdict_slot(const tc_spmat_sig *sig, const tc_call_shape *shape)
+{
+    /* both keys are zeroed before they are filled (padding included), a word at a time */
+    uint64_t h = 0x9e3779b97f4a7c15ull, w;
+    const unsigned char *p = (const unsigned char *)sig;
+    for (size_t i = 0; i + 8 <= sizeof *sig; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+    }
+    p = (const unsigned char *)shape;
+    for (size_t i = 0; i + 8 <= sizeof *shape; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+    }
+    return (unsigned)((h ^ (h >> 29)) % TC_VERDICTS);
+}
+
+int tc_verdict_cusparse(const tc_spmat_sig *sig, const tc_call_shape *shape, char *why, size_t n)
+{
+    const unsigned i = tc_verdict_slot(sig, shape);
+    if (!tc_verdicts[i].used || memcmp(&tc_verdicts[i].sig, sig, sizeof *sig) != 0 ||
+        memcmp(&tc_verdicts[i].shape, shape, sizeof *shape) != 0)
+        return 0;
+    snprintf(why, n, "%s", tc_verdicts[i].why);
+    return 1;
+}
+
+void tc_verdict_set_cusparse(const tc_spmat_sig *sig, const tc_call_shape *shape, const char *why)
+{
+    const unsigned i = tc_verdict_slot(sig, shape);
+    tc_verdicts[i].used = 1;
+    tc_verdicts[i].sig = *sig;
+    tc_verdicts[i].shape = *shape;
+    snprintf(tc_verdicts[i].why, sizeof tc_verdicts[i].why, "%s", why);
 }

@@ -151,6 +151,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         const int state = k != NULL ? tc_choice_poll(k) : TC_CHOICE_ROUTE;
         if (state == TC_CHOICE_CUSPARSE) {
             tc_choice_describe(k, why, wn);
+            tc_verdict_set_cusparse(&e->sig, &shape, why);
             goto out;
         }
         if (state == TC_CHOICE_MEASURING && !capturing) {
@@ -228,6 +229,8 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         int deferred = 1;
         (void)tc_hook_deferred(h, &deferred);
         done = !deferred;
+        if (deferred && tc_call_shape_of(c, &shape))
+            tc_verdict_set_cusparse(&e->sig, &shape, why); /* the route's own decision */
         if (ch != NULL) {
             tc_choice_stop(ch, slot, stream, done);
             slot = -1;
@@ -289,6 +292,22 @@ static cusparseStatus_t tc_real_call(const tc_call *c)
     }
 }
 
+/* Whether the call's kind was settled on cuSPARSE (choose.c): read from the descriptors
+ * with cuSPARSE's getters and one table lookup, so that such calls cost little more than
+ * cuSPARSE's own. */
+static int tc_settled(const tc_call *c, char *why, size_t wn)
+{
+    tc_spmat_sig sig;
+    tc_call_shape shape;
+    const void *values;
+    if (!tc_shim_read_spmat(c->sp, &sig, &values, why, wn) || !tc_call_shape_of(c, &shape))
+        return 0;
+    pthread_mutex_lock(&tc_shim_lock);
+    const int hit = tc_verdict_cusparse(&sig, &shape, why, wn);
+    pthread_mutex_unlock(&tc_shim_lock);
+    return hit;
+}
+
 static cusparseStatus_t tc_dispatch(const tc_call *c)
 {
     const char *fn = c->sddmm ? "cusparseSDDMM" : "cusparseSpMM";
@@ -301,6 +320,15 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
     }
     char route[64], why[200] = "";
     cusparseStatus_t st;
+    if (c->phase != TC_PH_SIZE) {
+        if (tc_settled(c, why, sizeof why)) {
+            /* a kind settled on cuSPARSE: no shadow, no route (its _preprocess is cuSPARSE's) */
+            st = tc_real_call(c);
+            tc_shim_logf("%s%s -> cusparse (settled: %s)", fn, sfx, why);
+            return st;
+        }
+        why[0] = '\0';
+    }
     if (c->phase == TC_PH_SIZE) {
         /* What either path needs: the tensor-core path needs no workspace, so cuSPARSE's
          * size, or tcsparse's answer (0) where cuSPARSE refuses a case the kernels take. */

@@ -20,6 +20,11 @@ __thread cusparseStatus_t tc_shim_real_status;
 
 static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
 
+static void tc_atfork_child(void)
+{
+    tc_shim.forked = 1;
+}
+
 static void *tc_find(const char *name)
 {
     void *f = dlvsym(RTLD_NEXT, name, "libcusparse.so.12");
@@ -30,7 +35,9 @@ static void *tc_find(const char *name)
 
 static void tc_shim_init(void)
 {
-    tc_shim.pid = getpid();
+    /* a forked child forwards every call: a flag its fork handler raises, so that no call
+     * pays for a getpid() */
+    (void)pthread_atfork(NULL, NULL, tc_atfork_child);
 #define TC_FIND(field, name) \
     (tc_shim_real.field = (__typeof__(tc_shim_real.field))tc_find(name)) != NULL
     /* each name on its own: a function missing from an older cuSPARSE must not leave the
@@ -91,14 +98,13 @@ __attribute__((constructor)) static void tc_preload_ctor(void)
 int tc_shim_route_on(void)
 {
     tc_shim_once();
-    return tc_shim.ready && tc_shim_depth == 0 && !tc_shim.passthrough &&
-           getpid() == tc_shim.pid;
+    return tc_shim.ready && tc_shim_depth == 0 && !tc_shim.passthrough && !tc_shim.forked;
 }
 
 int tc_shim_top(void)
 {
     tc_shim_once();
-    return tc_shim_depth == 0 && getpid() == tc_shim.pid;
+    return tc_shim_depth == 0 && !tc_shim.forked;
 }
 
 void tc_shim_logf(const char *fmt, ...)

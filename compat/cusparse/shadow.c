@@ -160,9 +160,8 @@ static int tc_sig_equal(const tc_spmat_sig *a, const tc_spmat_sig *b)
 
 /* ------------------------------------------------------------------ shadow descriptors */
 
-/* Reads a cuSPARSE sparse descriptor.  0 and a reason when tcsparse cannot mirror it. */
-static int tc_read_spmat(cusparseConstSpMatDescr_t d, tc_spmat_sig *s, const void **values,
-                         char *why, size_t n)
+int tc_shim_read_spmat(cusparseConstSpMatDescr_t d, tc_spmat_sig *s, const void **values,
+                       char *why, size_t n)
 {
     cusparseFormat_t fmt;
     int batch = 1;
@@ -262,7 +261,7 @@ tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t 
 {
     tc_spmat_sig sig;
     const void *values = NULL;
-    if (!tc_read_spmat(d, &sig, &values, why, n))
+    if (!tc_shim_read_spmat(d, &sig, &values, why, n))
         return NULL;
     tc_shim_spmat *e = tc_spmat_unlink(d);
     if (e != NULL && !tc_sig_equal(&e->sig, &sig)) {

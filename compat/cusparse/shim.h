@@ -46,7 +46,7 @@ extern tc_shim_real_fns tc_shim_real;
 
 /* What tc_shim_init found and read, once per process. */
 typedef struct {
-    pid_t pid;         /* the process that loaded us; a forked child differs */
+    volatile int forked; /* set in a child of fork() (pthread_atfork): it only forwards */
     int ready;         /* every real function was found */
     int passthrough;   /* TCSPARSE_ROUTE=cusparse */
     int log;           /* TCSPARSE_LOG */
@@ -125,6 +125,15 @@ void tc_choice_settle(tc_choice *c);
 /* The kind's state in words, for the log. */
 void tc_choice_describe(const tc_choice *c, char *out, size_t n);
 
+/* Kinds of call whose structure and shape were settled on the real cuSPARSE (measured, or
+ * tcsparse's route sent them there: a model's decision or a case the tensor cores do not
+ * take): later calls go to cuSPARSE at once, before any shadow is made (a small direct-mapped table; an entry pushed out only costs the full path
+ * once more).  Stale entries are harmless: cuSPARSE reads the arrays as they are.  Lock held. */
+int tc_verdict_cusparse(const tc_spmat_sig *sig, const tc_call_shape *shape, char *why,
+                        size_t n);
+void tc_verdict_set_cusparse(const tc_spmat_sig *sig, const tc_call_shape *shape,
+                             const char *why);
+
 /* The shadow of a caller's sparse descriptor, or a kept one (key NULL). */
 typedef struct tc_shim_spmat {
     const void *key; /* the caller's descriptor; NULL for a kept orphan */
@@ -143,6 +152,11 @@ typedef struct tc_shim_spmat {
 /* The mode of the interposer's tcsparse handles (tcsparse_hook.h): the route leaves the
  * cuSPARSE calls to the interposer, which logs them itself. */
 #define TC_SHIM_MODE (TC_HOOK_DEFER_CUSPARSE | TC_HOOK_QUIET)
+
+/* Reads a cuSPARSE sparse descriptor (the signature zeroed first, so that it compares as
+ * bytes).  0 and a reason when tcsparse cannot mirror it.  No lock needed. */
+int tc_shim_read_spmat(cusparseConstSpMatDescr_t d, tc_spmat_sig *s, const void **values,
+                       char *why, size_t n);
 
 /* All below: lock held. */
 
