@@ -172,6 +172,21 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     if (tc_shim_dn_shadow(c->dn1, 1, &d1, why, wn) != TCSPARSE_STATUS_SUCCESS ||
         tc_shim_dn_shadow(c->dn2, c->sddmm, &d2, why, wn) != TCSPARSE_STATUS_SUCCESS)
         goto out;
+    if (c->phase == TC_PH_PREPROCESS && route_auto) {
+        /* PyTorch calls _preprocess before every product, on a new descriptor each time: a
+         * structure with a plan needs nothing more from it (and an adopted plan no check), and
+         * one without is converted only from its convert_after-th use, as on execution */
+        if (tc_shim_has_plan(e)) {
+            snprintf(why, wn, "the plan exists");
+            goto out;
+        }
+        const int n = tc_shim_seen_peek(e) + 1; /* the execution to come counts the use */
+        if (n < tc_shim.convert_after) {
+            snprintf(why, wn, "use %d of this structure: a conversion would not pay off yet "
+                     "(converted from use %d on)", n, tc_shim.convert_after);
+            goto out;
+        }
+    }
     if (c->phase == TC_PH_PREPROCESS && e->unverified &&
         !tc_shim_verify(e, stream) && e->unverified) {
         /* _preprocess may decide and measure: never on a plan not checked yet */

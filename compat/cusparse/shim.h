@@ -191,6 +191,8 @@ int tc_shim_guard(tc_shim_spmat *e);
 void tc_shim_note_plan(tc_shim_spmat *e, cudaStream_t stream);
 /* Counts one more execution of the shadow's structure without a plan; returns the count. */
 int tc_shim_seen_count(const tc_shim_spmat *e);
+/* The executions counted so far (0: never seen). */
+int tc_shim_seen_peek(const tc_shim_spmat *e);
 /* A tcsparse dense descriptor mirroring a cuSPARSE one (const: read-only operand). */
 tcsparseStatus_t tc_shim_dn_shadow(cusparseConstDnMatDescr_t d, int is_const,
                                    tcsparseDnMatDescr_t *out, char *why, size_t n);
