@@ -44,8 +44,9 @@ import graphs  # noqa: E402
 
 CLIENTS = ("gcn_torch", "gcn_pyg", "gat", "spmm")
 # Kernels of the sparse products: cuSPARSE's SpMM / SDDMM kernels (csrmm*, *spmm*, *sddmm*,
-# coomm*) and everything tcsparse launches (namespace tc::, the plan fingerprint).
-SPARSE_KERNELS = r"csrmm|spmm|sddmm|coomm|matrix_scalar_multiply|\btc::|tc_fingerprint"
+# coomm*) and everything tcsparse launches (namespace tc::, the plan fingerprint and the
+# device-side check of a kept plan).
+SPARSE_KERNELS = r"csrmm|spmm|sddmm|coomm|matrix_scalar_multiply|\btc::|tc_fingerprint|tc_guard"
 # --device cpu (a check of this code without a GPU): the aten entry points of the products
 SPARSE_OPS_CPU = r"^aten::(_sparse_mm|_sparse_addmm|sparse_sampled_addmm)$"
 TOL_FP32 = 1e-5
