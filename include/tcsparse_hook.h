@@ -81,10 +81,12 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
  * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  The
  * host neither waits nor allocates on those executions.  The first call with on = 1
  * allocates (a few bytes of device memory and a pinned host word), so make it once outside
- * any stream capture (arm, then disarm with on = 0 until the guard is needed).  Executions on
- * one descriptor must be ordered on one stream.  SDDMM executions are not guarded: check
- * those with tc_hook_spmat_fingerprint.  on = 0 disarms.  NOT_SUPPORTED for CSC, COO or a
- * strided batch; ALLOC_FAILED when the memory cannot be had.  docs/preload.md gives the
+ * any stream capture (arm, then disarm with on = 0 until the guard is needed).  Guarded
+ * executions of one descriptor on different streams are ordered by an event (the later waits for the
+ * earlier).  SDDMM executions are not guarded: check those with tc_hook_spmat_fingerprint.
+ * on = 0 disarms and forgets a mismatch reported.  NOT_SUPPORTED for CSC, COO, a strided
+ * batch, or a device other than the one the guard was set up on; ALLOC_FAILED when the
+ * memory cannot be had.  docs/preload.md gives the
  * argument why this is safe. */
 tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int on,
                                      uint64_t fingerprint);

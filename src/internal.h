@@ -209,6 +209,11 @@ struct tc_guard {
     const void *off, *idx;          /* the arrays checked, and their bytes */
     size_t off_bytes, idx_bytes;
     int device;                     /* where dev lives */
+    /* Guarded executions on different streams must not overlap (one dev for all): each
+     * records `done` on its stream, and one on another stream waits for it first. */
+    cudaEvent_t done;
+    cudaStream_t last;
+    int has_last;
     struct tc_guard_dev_s *dev;     /* tc_guard_dev (kernels.h), device memory */
     volatile int *tripped;          /* pinned host word the check raises on a mismatch */
 };

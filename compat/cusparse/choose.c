@@ -99,9 +99,9 @@ tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int crea
     return c;
 }
 
-int tc_choice_poll(tc_choice *c)
+int tc_choice_poll(tc_choice *c, int read)
 {
-    if (c->state != TC_CHOICE_MEASURING || !c->have_events)
+    if (!read || c->state != TC_CHOICE_MEASURING || !c->have_events)
         return c->state;
     for (int i = 0; i < TC_CHOICE_SLOTS; i++) {
         tc_sample *s = &c->s[i];

@@ -60,6 +60,7 @@ typedef struct {
     int alg;
     void *buffer;
     size_t *size;
+    int cusparse_refused; /* _preprocess: the real cuSPARSE refused it (tcsparse must prepare) */
 } tc_call;
 
 /* The tcsparse function of the call, on shadow descriptors. */
@@ -148,7 +149,8 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         /* the automatic route on a structure with a plan: the kind's measured choice */
         const int capturing = tc_shim_capturing();
         tc_choice *k = tc_choice_find(&e->choices, &shape, !capturing);
-        const int state = k != NULL ? tc_choice_poll(k) : TC_CHOICE_ROUTE;
+        /* inside a capture no event may be queried (it would invalidate the capture) */
+        const int state = k == NULL ? TC_CHOICE_ROUTE : tc_choice_poll(k, !capturing);
         if (state == TC_CHOICE_CUSPARSE) {
             tc_choice_describe(k, why, wn);
             tc_verdict_set_cusparse(&e->sig, &shape, why);
@@ -159,20 +161,27 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
             if (tc_choice_next(ch) == TC_PATH_CUSPARSE) {
                 slot = tc_choice_start(ch, TC_PATH_CUSPARSE, stream);
                 *real_st = tc_real_call(c);
-                tc_choice_stop(ch, slot, stream, *real_st == CUSPARSE_STATUS_SUCCESS);
+                const int ok = *real_st == CUSPARSE_STATUS_SUCCESS;
+                tc_choice_stop(ch, slot, stream, ok);
                 slot = -1;
-                tc_choice_describe(ch, why, wn);
-                done = 2;
-                goto out;
+                if (ok) {
+                    tc_choice_describe(ch, why, wn);
+                    done = 2;
+                    goto out;
+                }
+                /* cuSPARSE refuses what tcsparse takes: nothing to measure, tcsparse runs it */
+                tc_choice_settle(ch);
+                ch = NULL;
+            } else {
+                slot = tc_choice_start(ch, TC_PATH_TCSPARSE, stream);
             }
-            slot = tc_choice_start(ch, TC_PATH_TCSPARSE, stream);
         }
     }
     /* SpMM: B is read-only, C written; SDDMM: both dense operands are read-only */
     if (tc_shim_dn_shadow(c->dn1, 1, &d1, why, wn) != TCSPARSE_STATUS_SUCCESS ||
         tc_shim_dn_shadow(c->dn2, c->sddmm, &d2, why, wn) != TCSPARSE_STATUS_SUCCESS)
         goto out;
-    if (c->phase == TC_PH_PREPROCESS && route_auto) {
+    if (c->phase == TC_PH_PREPROCESS && route_auto && !c->cusparse_refused) {
         /* PyTorch calls _preprocess before every product, on a new descriptor each time: a
          * structure with a plan needs nothing more from it (and an adopted plan no check), and
          * one without is converted only from its convert_after-th use, as on execution */
@@ -209,7 +218,13 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
             snprintf(why, wn, "%s", info.reason);
             goto out;
         }
-        if (!tc_shim_verify(e, stream) && e->unverified) {
+        const unsigned renewals = e->renewals;
+        const int checked = tc_shim_verify(e, stream);
+        if (e->renewals != renewals) { /* the shadow was renewed: its measurements are gone */
+            ch = NULL;
+            slot = -1;
+        }
+        if (!checked && e->unverified) {
             snprintf(why, wn, "kept plan not checkable during a stream capture");
             goto out;
         }
@@ -362,14 +377,17 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
     if (c->phase == TC_PH_PREPROCESS) {
         /* tcsparse builds the plan (and measures, with TCSPARSE_SELECT=measure); cuSPARSE
          * preprocesses too, so that either path can execute afterwards. */
-        (void)tc_try(c, route, sizeof route, why, sizeof why, &st);
         st = tc_real_call(c);
         /* cuSPARSE refuses what the tensor cores will run: that refusal is forgiven, and so
          * is its complaint about a NULL buffer where our _bufferSize said 0 for such a case;
          * a short buffer or a resource failure still reaches the caller */
-        if (strcmp(route, "cusparse") != 0 &&
-            (st == CUSPARSE_STATUS_NOT_SUPPORTED ||
-             (st == CUSPARSE_STATUS_INVALID_VALUE && c->buffer == NULL)))
+        const int refused = st == CUSPARSE_STATUS_NOT_SUPPORTED ||
+                            (st == CUSPARSE_STATUS_INVALID_VALUE && c->buffer == NULL);
+        tc_call t = *c;
+        t.cusparse_refused = refused; /* then tcsparse prepares whatever its rules say */
+        cusparseStatus_t unused;
+        (void)tc_try(&t, route, sizeof route, why, sizeof why, &unused);
+        if (strcmp(route, "cusparse") != 0 && refused)
             st = CUSPARSE_STATUS_SUCCESS;
         tc_shim_logf("%s%s -> %s (%s)", fn, sfx, route, why);
         return st;
@@ -399,7 +417,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM_bufferSize(
     cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, size_t *bufferSize)
 {
     tc_call c = {0, TC_PH_SIZE, handle, opA, opB, alpha, beta, matA, matB, matC, computeType,
-                 (int)alg, NULL, bufferSize};
+                 (int)alg, NULL, bufferSize, 0};
     return tc_dispatch(&c);
 }
 
@@ -410,7 +428,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM_preprocess(
     void *externalBuffer)
 {
     tc_call c = {0, TC_PH_PREPROCESS, handle, opA, opB, alpha, beta, matA, matB, matC,
-                 computeType, (int)alg, externalBuffer, NULL};
+                 computeType, (int)alg, externalBuffer, NULL, 0};
     return tc_dispatch(&c);
 }
 
@@ -422,7 +440,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM(cusparseHandle_t handle, cusparseOp
                                              cusparseSpMMAlg_t alg, void *externalBuffer)
 {
     tc_call c = {0, TC_PH_EXEC, handle, opA, opB, alpha, beta, matA, matB, matC, computeType,
-                 (int)alg, externalBuffer, NULL};
+                 (int)alg, externalBuffer, NULL, 0};
     return tc_dispatch(&c);
 }
 
@@ -432,7 +450,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM_bufferSize(
     cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, size_t *bufferSize)
 {
     tc_call c = {1, TC_PH_SIZE, handle, opA, opB, alpha, beta, matC, matA, matB, computeType,
-                 (int)alg, NULL, bufferSize};
+                 (int)alg, NULL, bufferSize, 0};
     return tc_dispatch(&c);
 }
 
@@ -443,7 +461,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM_preprocess(
     void *externalBuffer)
 {
     tc_call c = {1, TC_PH_PREPROCESS, handle, opA, opB, alpha, beta, matC, matA, matB,
-                 computeType, (int)alg, externalBuffer, NULL};
+                 computeType, (int)alg, externalBuffer, NULL, 0};
     return tc_dispatch(&c);
 }
 
@@ -455,7 +473,7 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM(cusparseHandle_t handle, cusparseO
                                               cusparseSDDMMAlg_t alg, void *externalBuffer)
 {
     tc_call c = {1, TC_PH_EXEC, handle, opA, opB, alpha, beta, matC, matA, matB, computeType,
-                 (int)alg, externalBuffer, NULL};
+                 (int)alg, externalBuffer, NULL, 0};
     return tc_dispatch(&c);
 }
 

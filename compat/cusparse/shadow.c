@@ -43,9 +43,10 @@ int tc_shim_has_plan(const tc_shim_spmat *e)
 
 /* ------------------------------------------------------------------ capture parking */
 
-/* Whether this thread's last routed call ran on a capturing stream.  Freeing a plan
- * synchronises the device, which would invalidate the capture: while it is set, entries with
- * a plan are parked on tc_pending and freed by the next call outside a capture.  Descriptor
+/* Whether this thread's last routed call ran on a capturing stream.  Freeing a plan (or a
+ * guard's memory) synchronises the device, which would invalidate the capture: while it is
+ * set, entries with either are parked on tc_pending and freed by the next call outside a
+ * capture.  Descriptor
  * destruction has no stream to ask, so it goes by the thread's last call (the create,
  * multiply, destroy sequence of a descriptor-per-call program inside a capture). */
 static __thread int tc_capture_seen;
@@ -65,7 +66,7 @@ static void tc_spmat_free(tc_shim_spmat *e)
 {
     if (e == NULL)
         return;
-    if (e->shadow != NULL && tc_capture_seen && tc_shim_has_plan(e)) {
+    if (e->shadow != NULL && tc_capture_seen && (tc_shim_has_plan(e) || e->guardable)) {
         e->key = NULL;
         e->next = tc_pending;
         tc_pending = e;
@@ -254,6 +255,7 @@ static void tc_shadow_renew(tc_shim_spmat *e)
     e->have_fp = 0;
     e->guardable = 0;
     e->guarded = 0;
+    e->renewals++;
     tc_choice_free_all(&e->choices); /* timed on another structure */
 }
 

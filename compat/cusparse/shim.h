@@ -111,8 +111,9 @@ enum { TC_PATH_TCSPARSE = 0, TC_PATH_CUSPARSE = 1 };                /* who runs 
 /* The kind's record in *list (moved to its front), made when `create`; NULL if none. */
 tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int create);
 void tc_choice_free_all(tc_choice **list);
-/* Reads the samples that completed (never waits); the kind's state. */
-int tc_choice_poll(tc_choice *c);
+/* With `read`, reads the samples that completed (never waits; not inside a stream capture,
+ * where querying an event invalidates the capture); the kind's state. */
+int tc_choice_poll(tc_choice *c, int read);
 /* While measuring: who runs this call. */
 int tc_choice_next(const tc_choice *c);
 /* Times this call on `stream` for `path`: a slot for tc_choice_stop, or -1 (not timed). */
@@ -145,6 +146,7 @@ typedef struct tc_shim_spmat {
     int guardable;  /* the shadow's device-side guard is set up (CSR, fingerprint known) */
     int guarded;    /* the guard is armed for this adoption (SpMM checked on the device) */
     tc_choice *choices; /* the kinds of call measured on this structure (choose.c) */
+    unsigned renewals;  /* times the shadow was renewed (a stale plan dropped) */
     unsigned long long used; /* orphans: last use, for least-recently-used */
     struct tc_shim_spmat *next;
 } tc_shim_spmat;

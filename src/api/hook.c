@@ -109,7 +109,8 @@ void tc_guard_free(struct tcsparseSpMatDescr *d)
     int cur = -1;
     const int switched = cudaGetDevice(&cur) == cudaSuccess && cur != g->device &&
                          cudaSetDevice(g->device) == cudaSuccess;
-    if (cudaFree(g->dev) != cudaSuccess || cudaFreeHost((void *)g->tripped) != cudaSuccess)
+    if (cudaFree(g->dev) != cudaSuccess || cudaFreeHost((void *)g->tripped) != cudaSuccess ||
+        cudaEventDestroy(g->done) != cudaSuccess)
         (void)cudaGetLastError(); /* a context already gone took them with it */
     if (switched)
         (void)cudaSetDevice(cur);
@@ -127,10 +128,13 @@ static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d)
     if (cudaGetDevice(&g->device) != cudaSuccess ||
         cudaMalloc((void **)&g->dev, sizeof(tc_guard_dev)) != cudaSuccess ||
         cudaMemset(g->dev, 0, sizeof(tc_guard_dev)) != cudaSuccess ||
-        cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
+        cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming) != cudaSuccess) {
         (void)cudaGetLastError();
         if (g->dev != NULL)
             cudaFree(g->dev);
+        if (h != NULL)
+            cudaFreeHost(h);
         free(g);
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
                             "tc_hook_spmat_guard: the guard's device memory could not be had");
@@ -153,8 +157,10 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     tc_spmat_lock(d);
     if (!on) {
-        if (d->guard != NULL)
+        if (d->guard != NULL) {
             d->guard->armed = 0;
+            *d->guard->tripped = 0; /* forgotten with the arming it reported on */
+        }
     } else if (d->format != TCSPARSE_FORMAT_CSR || d->batch_count != 1) {
         st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                           "tc_hook_spmat_guard: the guard takes one CSR matrix (not CSC, COO or "
@@ -163,8 +169,10 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
         int cur = -1;
         (void)cudaGetDevice(&cur);
         if (d->guard != NULL && d->guard->device != cur)
-            tc_guard_free(d); /* set up again on this device */
-        if (d->guard == NULL)
+            st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                              "tc_hook_spmat_guard: the guard was set up on device %d, not %d",
+                              d->guard->device, cur);
+        else if (d->guard == NULL)
             st = tc_guard_alloc(d);
         if (st == TCSPARSE_STATUS_SUCCESS) {
             struct tc_guard *g = d->guard;

@@ -70,16 +70,26 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.nsplit = plan->nsplit;
     }
     char msg[200];
-    const struct tc_guard *g = A->guard;
+    struct tc_guard *g = A->guard; /* under the descriptor's lock, like the plan */
     tc_csr_arrays csr = {0};
     if (g != NULL && g->armed && g->gen == A->struct_gen) {
-        /* the structure is checked on the device first (tc_hook_spmat_guard) */
+        /* the structure is checked on the device first (tc_hook_spmat_guard); an earlier
+         * guarded execution on another stream must be over (one set of device words) */
+        if (g->has_last && g->last != h->stream &&
+            cudaStreamWaitEvent(h->stream, g->done, 0) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                                "tcsparseSpMM: the guarded descriptor's last stream could not be "
+                                "waited for");
+        }
         tcsparseStatus_t gst = tc_guard_check_launch(g->off, g->off_bytes, g->idx, g->idx_bytes,
                                                      g->fp, (tc_guard_dev *)g->dev,
                                                      (int *)g->tripped, h->stream, msg,
                                                      sizeof msg);
-        if (gst != TCSPARSE_STATUS_SUCCESS)
-            return tc_error_set(gst, "tcsparseSpMM: %s", msg);
+        if (gst != TCSPARSE_STATUS_SUCCESS) /* nothing launched: another path may run it */
+            return tc_error_set(gst == TCSPARSE_STATUS_EXECUTION_FAILED ? TCSPARSE_STATUS_INTERNAL_ERROR
+                                                                         : gst,
+                                "tcsparseSpMM: %s", msg);
         a.guard = &((tc_guard_dev *)g->dev)->verdict;
         csr.nnz = A->nnz;
         csr.offsets = A->offsets;
@@ -110,6 +120,16 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         st = tc_spmm_guard_fallback(&a, &csr, h->stream, msg, sizeof msg);
         if (st != TCSPARSE_STATUS_SUCCESS)
             st = TCSPARSE_STATUS_EXECUTION_FAILED; /* the tensor-core kernel was launched */
+        else if (!tc_stream_capturing(h->stream)) {
+            /* outside captures only: an event recorded in a capture cannot be waited for
+             * from outside it (a captured execution replays on the capture's stream) */
+            if (cudaEventRecord(g->done, h->stream) == cudaSuccess) {
+                g->last = h->stream;
+                g->has_last = 1;
+            } else {
+                (void)cudaGetLastError();
+            }
+        }
     }
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSpMM: %s", msg);

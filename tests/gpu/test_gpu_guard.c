@@ -5,7 +5,7 @@
  * (tensor cores), and another one written into the same arrays (the fallback), for 32- and
  * 64-bit indices, FP32 / 3xTF32 and BF16, the base and balanced kernels, beta = 0 over a C
  * full of NaN and beta != 0, host and device scalars; the trip word; a capture in global mode
- * (no synchronisation, no allocation on a guarded execution). */
+ * (no synchronisation, no allocation on a guarded execution); one descriptor on two streams. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -337,5 +337,71 @@ Test(gpu_guard, captured_in_global_mode)
     tcsparseDestroySpMat(A);
     tcsparseDestroy(h);
     cudaStreamDestroy(s);
+    free_case(&g);
+}
+
+/* One guarded descriptor used on two streams without a synchronisation between the calls
+ * (cuSPARSE allows a descriptor on several handles): the checks share the descriptor's device
+ * words, so each waits for the other stream's last guarded execution; every result right, on
+ * the plan's structure and on another one. */
+Test(gpu_guard, two_streams)
+{
+    TC_REQUIRE_GPU();
+    gcase g;
+    make_case(&g, 2500, 2200, 40, 0, CUDA_R_32F);
+    tcsparseHandle_t h[2];
+    cudaStream_t s[2];
+    void *dC[2];
+    const size_t cbytes = sizeof(float) * (size_t)(g.M * g.N);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(tcsparseCreate(&h[i]), TCSPARSE_STATUS_SUCCESS);
+        cr_assert_eq(tcsparseSetRoute(h[i], TCSPARSE_ROUTE_TC_BASE), TCSPARSE_STATUS_SUCCESS);
+        cr_assert_eq(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), cudaSuccess);
+        cr_assert_eq(tcsparseSetStream(h[i], s[i]), TCSPARSE_STATUS_SUCCESS);
+        cr_assert_eq(cudaMalloc(&dC[i], cbytes), cudaSuccess);
+    }
+    tcsparseSpMatDescr_t A = make_descr(&g);
+    char kernel[64];
+    reset_c(&g, 0);
+    spmm(h[0], &g, A, 1.0f, 0.0f, 0, kernel, sizeof kernel); /* the plan */
+    uint64_t fp;
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS);
+    tcsparseDnMatDescr_t B, C[2];
+    cr_assert_eq(tcsparseCreateDnMat(&B, g.K, g.N, g.N, g.d_B, g.t, TCSPARSE_ORDER_ROW),
+                 TCSPARSE_STATUS_SUCCESS);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(tcsparseCreateDnMat(&C[i], g.M, g.N, g.N, dC[i], g.t, TCSPARSE_ORDER_ROW),
+                     TCSPARSE_STATUS_SUCCESS);
+    const float alpha = 1.0f, beta = 0.0f;
+    const tcsparseOperation_t NT = TCSPARSE_OPERATION_NON_TRANSPOSE;
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* another structure in the same arrays: the fallback on both */
+            draw_columns(&g);
+            upload_structure(&g);
+        }
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(cudaMemset(dC[i], 0xff, cbytes), cudaSuccess);
+        for (int it = 0; it < 8; it++)
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(tcsparseSpMM(h[i], NT, NT, &alpha, A, B, &beta, C[i], CUDA_R_32F,
+                                          TCSPARSE_SPMM_ALG_DEFAULT, NULL),
+                             TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+        for (int i = 0; i < 2; i++) {
+            cr_assert_eq(cudaMemcpy(g.d_C, dC[i], cbytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+            const double e = check_c(&g, 1.0, 0.0);
+            cr_expect_leq(e, 1e-5, "round %d, stream %d: relerr %g", round, i, e);
+        }
+    }
+    cr_expect_eq(tripped(A), 1);
+    tcsparseDestroyDnMat(B);
+    for (int i = 0; i < 2; i++) {
+        tcsparseDestroyDnMat(C[i]);
+        tcsparseDestroy(h[i]);
+        cudaStreamDestroy(s[i]);
+        cudaFree(dC[i]);
+    }
+    tcsparseDestroySpMat(A);
     free_case(&g);
 }
