@@ -212,6 +212,27 @@ tcsparseStatus_t tcsparseCreateConstCoo(tcsparseConstSpMatDescr_t *spMatDescr, i
                            cooColInd, cooValues, cooIdxType, cooIdxType, idxBase, valueType);
 }
 
+/* A descriptor's device-side guard (src/api/hook.c arms it): its memory goes with it. */
+void tc_guard_free(struct tcsparseSpMatDescr *d)
+{
+    struct tc_guard *g = d->guard;
+    if (g == NULL)
+        return;
+    int cur = -1;
+    const int switched = cudaGetDevice(&cur) == cudaSuccess && cur != g->device &&
+                         cudaSetDevice(g->device) == cudaSuccess;
+    /* each freed on its own; a context already gone took them with it */
+    const int failed = (cudaFree(g->dev) != cudaSuccess) +
+                       (cudaFreeHost((void *)g->tripped) != cudaSuccess) +
+                       (cudaEventDestroy(g->done) != cudaSuccess);
+    if (failed)
+        (void)cudaGetLastError();
+    if (switched)
+        (void)cudaSetDevice(cur);
+    free(g);
+    d->guard = NULL;
+}
+
 tcsparseStatus_t tcsparseDestroySpMat(tcsparseConstSpMatDescr_t spMatDescr)
 {
     tc_error_clear();

@@ -101,23 +101,6 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
     return TCSPARSE_STATUS_SUCCESS;
 }
 
-void tc_guard_free(struct tcsparseSpMatDescr *d)
-{
-    struct tc_guard *g = d->guard;
-    if (g == NULL)
-        return;
-    int cur = -1;
-    const int switched = cudaGetDevice(&cur) == cudaSuccess && cur != g->device &&
-                         cudaSetDevice(g->device) == cudaSuccess;
-    if (cudaFree(g->dev) != cudaSuccess || cudaFreeHost((void *)g->tripped) != cudaSuccess ||
-        cudaEventDestroy(g->done) != cudaSuccess)
-        (void)cudaGetLastError(); /* a context already gone took them with it */
-    if (switched)
-        (void)cudaSetDevice(cur);
-    free(g);
-    d->guard = NULL;
-}
-
 /* The guard's device word and pinned host word, on the current device. */
 static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d)
 {
