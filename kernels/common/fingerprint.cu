@@ -124,9 +124,7 @@ extern "C" tcsparseStatus_t tc_guard_check_launch(const void *a, size_t a_bytes,
     if (e == cudaSuccess)
         return TCSPARSE_STATUS_SUCCESS;
     snprintf(err, errlen, "the structure check failed to launch: %s", cudaGetErrorString(e));
-    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
-               ? TCSPARSE_STATUS_ARCH_MISMATCH
-               : TCSPARSE_STATUS_EXECUTION_FAILED;
+    return tc_launch_status(e);
 }
 
 extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b,

@@ -12,6 +12,15 @@
 extern "C" {
 #endif
 
+/* The status of a kernel launch that failed with e: ARCH_MISMATCH where the build has no code
+ * for this GPU, EXECUTION_FAILED otherwise. */
+static inline tcsparseStatus_t tc_launch_status(cudaError_t e)
+{
+    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+               ? TCSPARSE_STATUS_ARCH_MISMATCH
+               : TCSPARSE_STATUS_EXECUTION_FAILED;
+}
+
 /* ---- the current CUDA context ------------------------------------------------------ */
 
 /* The unique ID of the calling thread's current CUDA context (cuCtxGetId), or 0 where there is

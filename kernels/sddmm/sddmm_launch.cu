@@ -261,9 +261,7 @@ extern "C" tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t
         (void)cudaGetLastError();
         snprintf(err, errlen, "tensor-core SDDMM (%s): launch failed: %s", name,
                  cudaGetErrorString(e));
-        return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
-                   ? TCSPARSE_STATUS_ARCH_MISMATCH
-                   : TCSPARSE_STATUS_EXECUTION_FAILED;
+        return tc_launch_status(e);
     }
     return TCSPARSE_STATUS_SUCCESS;
 }

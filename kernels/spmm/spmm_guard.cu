@@ -137,7 +137,5 @@ extern "C" tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a,
     if (e == cudaSuccess)
         return TCSPARSE_STATUS_SUCCESS;
     snprintf(err, errlen, "the guard's fallback SpMM failed to launch: %s", cudaGetErrorString(e));
-    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
-               ? TCSPARSE_STATUS_ARCH_MISMATCH
-               : TCSPARSE_STATUS_EXECUTION_FAILED;
+    return tc_launch_status(e);
 }

@@ -308,9 +308,7 @@ extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s
         if (e != cudaSuccess) {
             snprintf(err, errlen, "tensor-core SpMM (%s): the beta pass failed to launch: %s",
                      name, cudaGetErrorString(e));
-            return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
-                       ? TCSPARSE_STATUS_ARCH_MISMATCH
-                       : TCSPARSE_STATUS_EXECUTION_FAILED;
+            return tc_launch_status(e);
         }
     }
     // one thread block per item (window or chunk) and column slice
@@ -324,9 +322,7 @@ extern "C" tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t s
             (void)cudaGetLastError();
             snprintf(err, errlen, "tensor-core SpMM (%s): launch failed: %s", name,
                      cudaGetErrorString(e));
-            return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
-                       ? TCSPARSE_STATUS_ARCH_MISMATCH
-                       : TCSPARSE_STATUS_EXECUTION_FAILED;
+            return tc_launch_status(e);
         }
     }
     return TCSPARSE_STATUS_SUCCESS;
