@@ -61,6 +61,12 @@ typedef struct {
     void *buffer;
     size_t *size;
     int cusparse_refused; /* _preprocess: the real cuSPARSE refused it (tcsparse must prepare) */
+    /* read once by tc_dispatch for _preprocess and executions: the sparse descriptor
+     * (tc_shim_read_spmat) and the kind of call (choose.c) */
+    int have_sig, have_shape;
+    tc_spmat_sig sig;
+    const void *values;
+    tc_call_shape shape;
 } tc_call;
 
 /* The tcsparse function of the call, on shadow descriptors. */
@@ -137,23 +143,26 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     tcsparseHandle_t h = tc_shim_handle_get(c->handle, &stream, why, wn);
     if (h != NULL)
         tc_shim_capture_note(stream);
-    tc_shim_spmat *e = h != NULL ? tc_shim_spmat_get(c->sp, why, wn) : NULL;
+    tc_spmat_sig sig = c->sig;
+    const void *values = c->values;
+    tc_shim_spmat *e = NULL;
+    if (h != NULL && (c->have_sig || tc_shim_read_spmat(c->sp, &sig, &values, why, wn)))
+        e = tc_shim_spmat_get(c->sp, &sig, values, why, wn);
     if (e == NULL)
         goto out;
     tcsparseRoute_t route_now;
     const int route_auto = tc_hook_route(h, &route_now) == TCSPARSE_STATUS_SUCCESS &&
                            route_now == TCSPARSE_ROUTE_AUTO;
-    tc_call_shape shape;
     if (c->phase == TC_PH_EXEC && route_auto && tc_shim.measure && tc_shim_has_plan(e) &&
-        tc_call_shape_of(c, &shape)) {
+        c->have_shape) {
         /* the automatic route on a structure with a plan: the kind's measured choice */
         const int capturing = tc_shim_capturing();
-        tc_choice *k = tc_choice_find(&e->choices, &shape, !capturing);
+        tc_choice *k = tc_choice_find(&e->choices, &c->shape, !capturing);
         /* inside a capture no event may be queried (it would invalidate the capture) */
         const int state = k == NULL ? TC_CHOICE_ROUTE : tc_choice_poll(k, !capturing);
         if (state == TC_CHOICE_CUSPARSE) {
             tc_choice_describe(k, why, wn);
-            tc_verdict_set_cusparse(&e->sig, &shape, why);
+            tc_verdict_set_cusparse(&e->sig, &c->shape, why);
             goto out;
         }
         if (state == TC_CHOICE_MEASURING && !capturing) {
@@ -259,8 +268,8 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         int deferred = 1;
         (void)tc_hook_deferred(h, &deferred);
         done = !deferred;
-        if (deferred && tc_call_shape_of(c, &shape))
-            tc_verdict_set_cusparse(&e->sig, &shape, why); /* the route's own decision */
+        if (deferred && c->have_shape)
+            tc_verdict_set_cusparse(&e->sig, &c->shape, why); /* the route's own decision */
         if (ch != NULL) {
             tc_choice_stop(ch, slot, stream, done);
             slot = -1;
@@ -322,23 +331,18 @@ static cusparseStatus_t tc_real_call(const tc_call *c)
     }
 }
 
-/* Whether the call's kind was settled on cuSPARSE (choose.c): read from the descriptors
- * with cuSPARSE's getters and one table lookup, so that such calls cost little more than
- * cuSPARSE's own. */
+/* Whether the call's kind was settled on cuSPARSE (choose.c): one table lookup on what
+ * tc_dispatch read from the descriptors with cuSPARSE's getters, so that such calls cost
+ * little more than cuSPARSE's own. */
 static int tc_settled(const tc_call *c, char *why, size_t wn)
 {
-    tc_spmat_sig sig;
-    tc_call_shape shape;
-    const void *values;
-    if (!tc_shim_read_spmat(c->sp, &sig, &values, why, wn) || !tc_call_shape_of(c, &shape))
-        return 0;
     pthread_mutex_lock(&tc_shim_lock);
-    const int hit = tc_verdict_cusparse(&sig, &shape, why, wn);
+    const int hit = tc_verdict_cusparse(&c->sig, &c->shape, why, wn);
     pthread_mutex_unlock(&tc_shim_lock);
     return hit;
 }
 
-static cusparseStatus_t tc_dispatch(const tc_call *c)
+static cusparseStatus_t tc_dispatch(tc_call *c)
 {
     const char *fn = c->sddmm ? "cusparseSDDMM" : "cusparseSpMM";
     const char *sfx = tc_ph_suffix[c->phase];
@@ -351,7 +355,9 @@ static cusparseStatus_t tc_dispatch(const tc_call *c)
     char route[64], why[200] = "";
     cusparseStatus_t st;
     if (c->phase != TC_PH_SIZE) {
-        if (tc_settled(c, why, sizeof why)) {
+        c->have_sig = tc_shim_read_spmat(c->sp, &c->sig, &c->values, why, sizeof why);
+        c->have_shape = tc_call_shape_of(c, &c->shape);
+        if (c->have_sig && c->have_shape && tc_settled(c, why, sizeof why)) {
             /* a kind settled on cuSPARSE: no shadow, no route (its _preprocess is cuSPARSE's) */
             st = tc_real_call(c);
             tc_shim_logf("%s%s -> cusparse (settled: %s)", fn, sfx, why);
@@ -416,8 +422,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM_bufferSize(
     cusparseConstSpMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void *beta,
     cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, size_t *bufferSize)
 {
-    tc_call c = {0, TC_PH_SIZE, handle, opA, opB, alpha, beta, matA, matB, matC, computeType,
-                 (int)alg, NULL, bufferSize, 0};
+    tc_call c = {.phase = TC_PH_SIZE, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matA, .dn1 = matB, .dn2 = matC, .ct = computeType, .alg = (int)alg,
+                 .size = bufferSize};
     return tc_dispatch(&c);
 }
 
@@ -427,8 +435,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM_preprocess(
     cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg,
     void *externalBuffer)
 {
-    tc_call c = {0, TC_PH_PREPROCESS, handle, opA, opB, alpha, beta, matA, matB, matC,
-                 computeType, (int)alg, externalBuffer, NULL, 0};
+    tc_call c = {.phase = TC_PH_PREPROCESS, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matA, .dn1 = matB, .dn2 = matC, .ct = computeType, .alg = (int)alg,
+                 .buffer = externalBuffer};
     return tc_dispatch(&c);
 }
 
@@ -439,8 +449,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSpMM(cusparseHandle_t handle, cusparseOp
                                              cusparseDnMatDescr_t matC, cudaDataType computeType,
                                              cusparseSpMMAlg_t alg, void *externalBuffer)
 {
-    tc_call c = {0, TC_PH_EXEC, handle, opA, opB, alpha, beta, matA, matB, matC, computeType,
-                 (int)alg, externalBuffer, NULL, 0};
+    tc_call c = {.phase = TC_PH_EXEC, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matA, .dn1 = matB, .dn2 = matC, .ct = computeType, .alg = (int)alg,
+                 .buffer = externalBuffer};
     return tc_dispatch(&c);
 }
 
@@ -449,8 +461,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM_bufferSize(
     cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void *beta,
     cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, size_t *bufferSize)
 {
-    tc_call c = {1, TC_PH_SIZE, handle, opA, opB, alpha, beta, matC, matA, matB, computeType,
-                 (int)alg, NULL, bufferSize, 0};
+    tc_call c = {.sddmm = 1, .phase = TC_PH_SIZE, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matC, .dn1 = matA, .dn2 = matB, .ct = computeType, .alg = (int)alg,
+                 .size = bufferSize};
     return tc_dispatch(&c);
 }
 
@@ -460,8 +474,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM_preprocess(
     cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg,
     void *externalBuffer)
 {
-    tc_call c = {1, TC_PH_PREPROCESS, handle, opA, opB, alpha, beta, matC, matA, matB,
-                 computeType, (int)alg, externalBuffer, NULL, 0};
+    tc_call c = {.sddmm = 1, .phase = TC_PH_PREPROCESS, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matC, .dn1 = matA, .dn2 = matB, .ct = computeType, .alg = (int)alg,
+                 .buffer = externalBuffer};
     return tc_dispatch(&c);
 }
 
@@ -472,8 +488,10 @@ TC_SHIM_EXPORT cusparseStatus_t cusparseSDDMM(cusparseHandle_t handle, cusparseO
                                               cusparseSpMatDescr_t matC, cudaDataType computeType,
                                               cusparseSDDMMAlg_t alg, void *externalBuffer)
 {
-    tc_call c = {1, TC_PH_EXEC, handle, opA, opB, alpha, beta, matC, matA, matB, computeType,
-                 (int)alg, externalBuffer, NULL, 0};
+    tc_call c = {.sddmm = 1, .phase = TC_PH_EXEC, .handle = handle,
+                 .opA = opA, .opB = opB, .alpha = alpha, .beta = beta,
+                 .sp = matC, .dn1 = matA, .dn2 = matB, .ct = computeType, .alg = (int)alg,
+                 .buffer = externalBuffer};
     return tc_dispatch(&c);
 }
 

@@ -259,12 +259,10 @@ static void tc_shadow_renew(tc_shim_spmat *e)
     tc_choice_free_all(&e->choices); /* timed on another structure */
 }
 
-tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n)
+tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, const tc_spmat_sig *read,
+                                 const void *values, char *why, size_t n)
 {
-    tc_spmat_sig sig;
-    const void *values = NULL;
-    if (!tc_shim_read_spmat(d, &sig, &values, why, n))
-        return NULL;
+    const tc_spmat_sig sig = *read;
     tc_shim_spmat *e = tc_spmat_unlink(d);
     if (e != NULL && !tc_sig_equal(&e->sig, &sig)) {
         tc_spmat_free(e); /* pointers or sizes changed: the old plan is stale */

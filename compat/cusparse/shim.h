@@ -173,9 +173,11 @@ void tc_shim_handle_drop(cusparseHandle_t handle);
 void tc_shim_capture_note(cudaStream_t stream);
 /* What tc_shim_capture_note found for this thread's call. */
 int tc_shim_capturing(void);
-/* The shadow of a caller's sparse descriptor, made or refreshed, or a kept plan over the
- * same arrays taken over; NULL with a reason when tcsparse cannot mirror it. */
-tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, char *why, size_t n);
+/* The shadow of a caller's sparse descriptor d, made or refreshed, or a kept plan over the
+ * same arrays taken over, from what tc_shim_read_spmat read of d (sig, values); NULL with a
+ * reason when tcsparse cannot mirror it. */
+tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, const tc_spmat_sig *sig,
+                                 const void *values, char *why, size_t n);
 /* Forgets the shadow of a descriptor whose structure may change; `orphan`: the descriptor is
  * being destroyed, so a plan that can be recognised later is kept.  1 when it had one. */
 int tc_shim_spmat_forget(const void *d, int orphan);
