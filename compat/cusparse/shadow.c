@@ -379,29 +379,35 @@ static struct {
     unsigned long long used;
 } tc_seen[TC_SEEN];
 
-int tc_shim_seen_peek(const tc_shim_spmat *e)
+/* The slot holding the structure, or -1. */
+static int tc_seen_find(const tc_spmat_sig *sig)
 {
     for (int i = 0; i < TC_SEEN; i++)
-        if (tc_seen[i].count > 0 && tc_sig_equal(&tc_seen[i].sig, &e->sig))
-            return tc_seen[i].count;
-    return 0;
+        if (tc_seen[i].count > 0 && tc_sig_equal(&tc_seen[i].sig, sig))
+            return i;
+    return -1;
+}
+
+int tc_shim_seen_peek(const tc_shim_spmat *e)
+{
+    const int i = tc_seen_find(&e->sig);
+    return i < 0 ? 0 : tc_seen[i].count;
 }
 
 int tc_shim_seen_count(const tc_shim_spmat *e)
 {
-    const tc_spmat_sig *sig = &e->sig;
-    int slot = 0;
-    for (int i = 0; i < TC_SEEN; i++) {
-        if (tc_seen[i].count > 0 && tc_sig_equal(&tc_seen[i].sig, sig)) {
-            tc_seen[i].used = ++tc_clock;
-            return ++tc_seen[i].count;
-        }
-        if (tc_seen[i].used < tc_seen[slot].used)
-            slot = i;
+    int i = tc_seen_find(&e->sig);
+    if (i >= 0) {
+        tc_seen[i].used = ++tc_clock;
+        return ++tc_seen[i].count;
     }
-    tc_seen[slot].sig = *sig;
-    tc_seen[slot].count = 1;
-    tc_seen[slot].used = ++tc_clock;
+    i = 0; /* the least recently used slot takes it */
+    for (int j = 1; j < TC_SEEN; j++)
+        if (tc_seen[j].used < tc_seen[i].used)
+            i = j;
+    tc_seen[i].sig = e->sig;
+    tc_seen[i].count = 1;
+    tc_seen[i].used = ++tc_clock;
     return 1;
 }
 
