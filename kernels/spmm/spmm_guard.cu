@@ -6,26 +6,13 @@
 // each lane 4 columns of a 128-column slice, FP32 accumulation.
 #include <cstdint>
 #include <cstdio>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "kernels.h"
+#include "spmm_kernel.cuh" // tc::to_f, tc::from_f: the kernels' own conversions
 
 namespace {
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x)
-{
-    return __float2half_rn(x);
-}
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x)
-{
-    return __float2bfloat16_rn(x);
-}
+using tc::from_f;
+using tc::to_f;
 
 struct FallbackParams {
     int64_t M, K, N, nnz;
@@ -74,13 +61,13 @@ __global__ void spmm_guard_fallback_kernel(const FallbackParams p)
                 const int64_t col = load_index(p.indices, p.indices_64, k) - p.base;
                 if (col < 0 || col >= p.K)
                     continue;
-                const float v = to_float(av[k]);
+                const float v = to_f(av[k]);
                 const AT *brow = B + col * p.ldb;
 #pragma unroll
                 for (int j = 0; j < kCols; ++j) {
                     const int64_t c = c0 + lane + 32 * j;
                     if (c < p.N)
-                        acc[j] += v * to_float(brow[c]);
+                        acc[j] += v * to_f(brow[c]);
                 }
             }
 #pragma unroll
@@ -89,8 +76,8 @@ __global__ void spmm_guard_fallback_kernel(const FallbackParams p)
                 if (c >= p.N)
                     continue;
                 CT *out = C + r * p.ldc + c;
-                const float old = beta != 0.0f ? beta * to_float(*out) : 0.0f;
-                *out = from_float<CT>(alpha * acc[j] + old);
+                const float old = beta != 0.0f ? beta * to_f(*out) : 0.0f;
+                *out = from_f<CT>(alpha * acc[j] + old);
             }
         }
     }
