@@ -67,10 +67,10 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
 
 /* A 64-bit fingerprint of what the descriptor's two structure arrays hold now (CSR/CSC:
  * offsets and indices; COO: row and column indices), computed on `stream` and waited for
- * (one synchronisation, no allocation after the first call on a device).  Equal structures
- * give equal fingerprints; a changed one almost surely another.  Calls must not overlap (one
- * device word per device is kept for them; the interposer makes them under its lock).
- * EXECUTION_FAILED on a CUDA error (cleared). */
+ * (one synchronisation).  The first call on a descriptor allocates the words it uses, which
+ * are the guard's (below) and go with the descriptor; later calls allocate nothing.  Equal
+ * structures give equal fingerprints; a changed one almost surely another.  EXECUTION_FAILED
+ * on a CUDA error (cleared); NOT_SUPPORTED on a device other than the first call's. */
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
                                            cudaStream_t stream, uint64_t *fingerprint);
 

@@ -201,7 +201,8 @@ struct tcsparseSpMatDescr {
 
 /* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every
  * tensor-core SpMM on the descriptor first checks on the device that the structure arrays
- * still hash to fp, and computes from the arrays instead where they do not (route_spmm.c). */
+ * still hash to fp, and computes from the arrays instead where they do not (route_spmm.c).
+ * Its memory also serves the descriptor's fingerprints (hook.c), armed or not. */
 struct tc_guard {
     int armed;
     uint64_t fp;
@@ -216,6 +217,7 @@ struct tc_guard {
     int has_last;
     struct tc_guard_dev_s *dev;     /* tc_guard_dev (kernels.h), device memory */
     volatile int *tripped;          /* pinned host word the check raises on a mismatch */
+    unsigned long long *host_fp;    /* pinned, beside tripped: tc_hook_spmat_fingerprint's */
 };
 /* Frees d->guard (descriptor destruction, under mu). */
 void tc_guard_free(struct tcsparseSpMatDescr *d);

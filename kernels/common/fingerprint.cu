@@ -128,33 +128,11 @@ extern "C" tcsparseStatus_t tc_guard_check_launch(const void *a, size_t a_bytes,
 }
 
 extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b,
-                                     size_t b_bytes, cudaStream_t stream, uint64_t *fp)
+                                     size_t b_bytes, cudaStream_t stream,
+                                     unsigned long long *dword, unsigned long long *hword,
+                                     uint64_t *fp)
 {
-    // One device word and one pinned host word per device, kept for the process: the
-    // fingerprint is taken on every adoption of a kept plan, so it must not allocate.
-    // Calls do not overlap (kernels.h).
-    // They are forgotten (not freed) when the device's context is a new one: cudaDeviceReset
-    // freed them, and the device address may since be another allocation.
-    static unsigned long long *dword[64], *hword[64];
-    static unsigned long long context[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-        goto fail;
-    if (dword[dev] != nullptr && tc_context_id() != context[dev])
-        dword[dev] = hword[dev] = nullptr;
-    if (dword[dev] == nullptr) {
-        if (cudaMalloc(&dword[dev], sizeof *dword[dev]) != cudaSuccess) {
-            dword[dev] = nullptr;
-            goto fail;
-        }
-        if (cudaMallocHost(&hword[dev], sizeof *hword[dev]) != cudaSuccess) {
-            cudaFree(dword[dev]);
-            dword[dev] = hword[dev] = nullptr;
-            goto fail;
-        }
-        context[dev] = tc_context_id();
-    }
-    if (cudaMemsetAsync(dword[dev], 0, sizeof *dword[dev], stream) != cudaSuccess)
+    if (cudaMemsetAsync(dword, 0, sizeof *dword, stream) != cudaSuccess)
         goto fail;
     for (int part = 0; part < 2; part++) {
         const void *p = part == 0 ? a : b;
@@ -163,15 +141,15 @@ extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *
             continue;
         tc_fingerprint_kernel<<<tc_fp_blocks(n), 256, 0, stream>>>(
             static_cast<const uint32_t *>(p), n, part == 0 ? kSaltA : kSaltB,
-            dword[dev]);
+            dword);
         if (cudaGetLastError() != cudaSuccess)
             goto fail;
     }
-    if (cudaMemcpyAsync(hword[dev], dword[dev], sizeof *hword[dev], cudaMemcpyDeviceToHost,
+    if (cudaMemcpyAsync(hword, dword, sizeof *hword, cudaMemcpyDeviceToHost,
                         stream) != cudaSuccess ||
         cudaStreamSynchronize(stream) != cudaSuccess)
         goto fail;
-    *fp = (uint64_t)*hword[dev] ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
+    *fp = (uint64_t)*hword ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
     return 0;
 fail:
     (void)cudaGetLastError();

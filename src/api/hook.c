@@ -78,6 +78,34 @@ static void tc_struct_arrays(const struct tcsparseSpMatDescr *d, const void **of
     *idx_bytes = (size_t)d->nnz * tc_index_size(d->indices_type);
 }
 
+/* The guard's device words and pinned host words, on the current device. */
+static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d, const char *fn)
+{
+    struct tc_guard *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "%s: out of host memory", fn);
+    void *h = NULL;
+    if (cudaGetDevice(&g->device) != cudaSuccess ||
+        cudaMalloc((void **)&g->dev, sizeof(tc_guard_dev)) != cudaSuccess ||
+        cudaMemset(g->dev, 0, sizeof(tc_guard_dev)) != cudaSuccess ||
+        cudaHostAlloc(&h, 2 * sizeof(unsigned long long), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
+        cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming) != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (g->dev != NULL)
+            cudaFree(g->dev);
+        if (h != NULL)
+            cudaFreeHost(h);
+        free(g);
+        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
+                            "%s: the guard's device memory could not be had", fn);
+    }
+    g->tripped = h;
+    *g->tripped = 0;
+    g->host_fp = (unsigned long long *)h + 1;
+    d->guard = g;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
                                            cudaStream_t stream, uint64_t *fingerprint)
 {
@@ -89,43 +117,34 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
     if (fingerprint == NULL)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tc_hook_spmat_fingerprint: fingerprint is NULL");
-    const struct tcsparseSpMatDescr *d = spMatDescr;
+    struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
     const void *off, *idx;
     size_t off_bytes, idx_bytes;
-    tc_spmat_lock(d);
-    tc_struct_arrays(d, &off, &off_bytes, &idx, &idx_bytes);
-    tc_spmat_unlock(d);
-    if (tc_fingerprint_arrays(off, off_bytes, idx, idx_bytes, stream, fingerprint) != 0)
-        return tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
-                            "tc_hook_spmat_fingerprint: a CUDA call failed");
-    return TCSPARSE_STATUS_SUCCESS;
-}
-
-/* The guard's device word and pinned host word, on the current device. */
-static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d)
-{
-    struct tc_guard *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tc_hook_spmat_guard: out of host memory");
-    void *h = NULL;
-    if (cudaGetDevice(&g->device) != cudaSuccess ||
-        cudaMalloc((void **)&g->dev, sizeof(tc_guard_dev)) != cudaSuccess ||
-        cudaMemset(g->dev, 0, sizeof(tc_guard_dev)) != cudaSuccess ||
-        cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
-        cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming) != cudaSuccess) {
+    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    int cur = -1;
+    tc_spmat_lock(d); /* held throughout: the words are the descriptor's */
+    if (cudaGetDevice(&cur) != cudaSuccess) {
         (void)cudaGetLastError();
-        if (g->dev != NULL)
-            cudaFree(g->dev);
-        if (h != NULL)
-            cudaFreeHost(h);
-        free(g);
-        return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED,
-                            "tc_hook_spmat_guard: the guard's device memory could not be had");
+        st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
+                          "tc_hook_spmat_fingerprint: a CUDA call failed (no device)");
+    } else if (d->guard != NULL && d->guard->device != cur) {
+        st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                          "tc_hook_spmat_fingerprint: the descriptor's words are on device %d, "
+                          "not %d", d->guard->device, cur);
+    } else if (d->guard == NULL && tc_guard_alloc(d, "tc_hook_spmat_fingerprint") !=
+                                       TCSPARSE_STATUS_SUCCESS) {
+        st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
+                          "tc_hook_spmat_fingerprint: a CUDA call failed (its device memory "
+                          "could not be had)");
+    } else {
+        tc_struct_arrays(d, &off, &off_bytes, &idx, &idx_bytes);
+        if (tc_fingerprint_arrays(off, off_bytes, idx, idx_bytes, stream, &d->guard->dev->fp,
+                                  d->guard->host_fp, fingerprint) != 0)
+            st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
+                              "tc_hook_spmat_fingerprint: a CUDA call failed");
     }
-    g->tripped = h;
-    *g->tripped = 0;
-    d->guard = g;
-    return TCSPARSE_STATUS_SUCCESS;
+    tc_spmat_unlock(d);
+    return st;
 }
 
 tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int on,
@@ -156,7 +175,7 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
                               "tc_hook_spmat_guard: the guard was set up on device %d, not %d",
                               d->guard->device, cur);
         else if (d->guard == NULL)
-            st = tc_guard_alloc(d);
+            st = tc_guard_alloc(d, "tc_hook_spmat_guard");
         if (st == TCSPARSE_STATUS_SUCCESS) {
             struct tc_guard *g = d->guard;
             tc_struct_arrays(d, &g->off, &g->off_bytes, &g->idx, &g->idx_bytes);
