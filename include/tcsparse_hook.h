@@ -62,7 +62,7 @@ tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /* ---- sparse descriptors ---------------------------------------------------------------- */
 
 /* *has_plan = 1 when the descriptor holds a tensor-core plan now (one built by an earlier
- * call, which later calls reuse). */
+ * call, which later calls reuse): its own, or its transpose's (opA = TRANSPOSE). */
 tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, int *has_plan);
 
 /* A 64-bit fingerprint of what the descriptor's two structure arrays hold now (CSR/CSC:

@@ -197,6 +197,12 @@ struct tcsparseSpMatDescr {
     /* The device-side guard (tc_hook_spmat_guard, src/api/hook.c), NULL until first asked for;
      * under mu. */
     struct tc_guard *guard;
+    /* The transposed view (tc_plan_transposed, plan.h): a descriptor of the transpose over the
+     * same arrays, whose plan serves SpMM with opA = TRANSPOSE; NULL until first needed.  Its
+     * own mu is taken after this one's. */
+    struct tcsparseSpMatDescr *tr;
+    /* In a transposed view: the descriptor it views (whose guard vouches for its arrays). */
+    struct tcsparseSpMatDescr *parent;
 };
 
 /* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every

@@ -212,13 +212,16 @@ typedef struct {
     const void *offsets, *indices;
     int offsets_64, indices_64;
     int base;
+    int transposed; /* the product's A is the transpose of this CSR matrix (a->M its columns,
+                     * a->K its rows) */
 } tc_csr_arrays;
 
 /* Launches, after tc_spmm_launch with a->guard set, a CUDA-core SpMM of the same call from the
  * caller's CSR arrays (FP32 accumulation) that runs only where the verdict is 0: C = alpha *
- * A * B + beta * C with a->plan unused.  Offsets outside [0, nnz] are clamped and columns
- * outside [0, K) skipped, so no array is read or written out of bounds whatever the arrays
- * hold.  No allocation, no synchronisation. */
+ * A * B + beta * C with a->plan unused (A the CSR matrix or, csr->transposed, its transpose:
+ * C scaled by beta, then each nonzero's product added atomically into its row of C).  Offsets
+ * outside [0, nnz] are clamped and columns outside the matrix skipped, so no array is read or
+ * written out of bounds whatever the arrays hold.  No allocation, no synchronisation. */
 tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a, const tc_csr_arrays *csr,
                                         cudaStream_t stream, char *err, size_t errlen);
 

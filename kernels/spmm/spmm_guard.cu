@@ -3,7 +3,9 @@
 // the tensor-core kernels do nothing and this CUDA-core kernel computes C = alpha * A * B +
 // beta * C from the caller's CSR arrays instead.  It runs only then (every thread block reads
 // the verdict first and returns at once otherwise), so its speed matters little: a warp a row,
-// each lane 4 columns of a 128-column slice, FP32 accumulation.
+// each lane 4 columns of a 128-column slice, FP32 accumulation.  For a transposed A (the
+// transposed view's plan) C is scaled by beta first, then each CSR row r adds alpha * a_rc *
+// B[r, :] into row c of C atomically.
 #include <cstdint>
 #include <cstdio>
 #include "kernels.h"
@@ -15,7 +17,7 @@ using tc::from_f;
 using tc::to_f;
 
 struct FallbackParams {
-    int64_t M, K, N, nnz;
+    int64_t M, K, N, nnz; // the product's: op(A) is M x K
     const void *offsets, *indices;
     int offsets_64, indices_64, base;
     const void *a_val, *B;
@@ -83,13 +85,77 @@ __global__ void spmm_guard_fallback_kernel(const FallbackParams p)
     }
 }
 
+// C = beta * C over the M x N output (beta = 0 writes zeros, whatever C held).
+template <class CT>
+__global__ void spmm_guard_scale_kernel(const FallbackParams p)
+{
+    if (*p.verdict != 0)
+        return;
+    const float beta = p.beta_dev ? *p.beta_dev : p.beta;
+    CT *C = static_cast<CT *>(p.C);
+    const int64_t total = p.M * p.N;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        CT *out = C + (i / p.N) * p.ldc + i % p.N;
+        *out = from_f<CT>(beta != 0.0f ? beta * to_f(*out) : 0.0f);
+    }
+}
+
+__device__ __forceinline__ void add_to(float *p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void add_to(__half *p, float v) { atomicAdd(p, __float2half(v)); }
+__device__ __forceinline__ void add_to(__nv_bfloat16 *p, float v)
+{
+    atomicAdd(p, __float2bfloat16(v));
+}
+
+// op(A) = the transpose of the CSR matrix (K rows, M columns): a warp a CSR row r, whose
+// nonzeros (r, c) add alpha * a_rc * B[r, :] into row c of C.
 template <class AT, class CT>
-cudaError_t launch(const FallbackParams &p, cudaStream_t s)
+__global__ void spmm_guard_fallback_t_kernel(const FallbackParams p)
+{
+    if (*p.verdict != 0)
+        return;
+    const int lane = threadIdx.x & 31;
+    const float alpha = p.alpha_dev ? *p.alpha_dev : p.alpha;
+    const AT *av = static_cast<const AT *>(p.a_val);
+    const AT *B = static_cast<const AT *>(p.B);
+    CT *C = static_cast<CT *>(p.C);
+    const int64_t step = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.K;
+         r += step) {
+        const int64_t k0 = row_start(p, r), k1 = row_start(p, r + 1);
+        const AT *brow = B + r * p.ldb;
+        for (int64_t k = k0; k < k1; ++k) {
+            const int64_t col = load_index(p.indices, p.indices_64, k) - p.base;
+            if (col < 0 || col >= p.M)
+                continue;
+            const float v = alpha * to_f(av[k]);
+            CT *crow = C + col * p.ldc;
+            for (int64_t c = lane; c < p.N; c += 32)
+                add_to(crow + c, v * to_f(brow[c]));
+        }
+    }
+}
+
+inline unsigned grid_of(int64_t units, int64_t per_block)
+{
+    int64_t blocks = (units + per_block - 1) / per_block;
+    return (unsigned)(blocks < 1 ? 1 : blocks > 2048 ? 2048 : blocks);
+}
+
+template <class AT, class CT>
+cudaError_t launch(const FallbackParams &p, int transposed, cudaStream_t s)
 {
     // a warp a row, 8 rows a thread block; a grid of a few waves, strided over the rows
-    int64_t blocks = (p.M + 7) / 8;
-    blocks = blocks < 1 ? 1 : blocks > 2048 ? 2048 : blocks;
-    spmm_guard_fallback_kernel<AT, CT><<<(unsigned)blocks, 256, 0, s>>>(p);
+    if (!transposed) {
+        spmm_guard_fallback_kernel<AT, CT><<<grid_of(p.M, 8), 256, 0, s>>>(p);
+        return cudaGetLastError();
+    }
+    spmm_guard_scale_kernel<CT><<<grid_of(p.M * p.N, 256), 256, 0, s>>>(p);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    spmm_guard_fallback_t_kernel<AT, CT><<<grid_of(p.K, 8), 256, 0, s>>>(p);
     return cudaGetLastError();
 }
 
@@ -108,17 +174,18 @@ extern "C" tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a,
     p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     p.verdict = a->guard;
+    const int t = csr->transposed;
     cudaError_t e;
     switch (a->ab_type) {
     case TC_T_F32:
-        e = launch<float, float>(p, s);
+        e = launch<float, float>(p, t, s);
         break;
     case TC_T_F16:
-        e = a->c_type == TC_T_F32 ? launch<__half, float>(p, s) : launch<__half, __half>(p, s);
+        e = a->c_type == TC_T_F32 ? launch<__half, float>(p, t, s) : launch<__half, __half>(p, t, s);
         break;
     default:
-        e = a->c_type == TC_T_F32 ? launch<__nv_bfloat16, float>(p, s)
-                                  : launch<__nv_bfloat16, __nv_bfloat16>(p, s);
+        e = a->c_type == TC_T_F32 ? launch<__nv_bfloat16, float>(p, t, s)
+                                  : launch<__nv_bfloat16, __nv_bfloat16>(p, t, s);
         break;
     }
     if (e == cudaSuccess)

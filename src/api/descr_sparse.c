@@ -246,6 +246,7 @@ tcsparseStatus_t tcsparseDestroySpMat(tcsparseConstSpMatDescr_t spMatDescr)
     /* The lock waits for a plan eviction that holds it (plan.c); calls on d must be over. */
     pthread_mutex_lock(&d->mu);
     tc_plan_invalidate(d);
+    tc_plan_transposed_free(d);
     tc_spmat_cusparse_release(d);
     tc_guard_free(d);
     d->magic = TC_MAGIC_DEAD;

@@ -58,7 +58,14 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tc_hook_spmat_has_plan: has_plan is NULL");
     tc_spmat_lock(spMatDescr); /* plan is read under the descriptor's lock (plan.h) */
-    *has_plan = spMatDescr->plan != NULL;
+    int has = spMatDescr->plan != NULL;
+    const struct tcsparseSpMatDescr *t = spMatDescr->tr;
+    if (!has && t != NULL) { /* the transposed view's (opA = TRANSPOSE) */
+        tc_spmat_lock(t);
+        has = t->plan != NULL;
+        tc_spmat_unlock(t);
+    }
+    *has_plan = has;
     tc_spmat_unlock(spMatDescr);
     return TCSPARSE_STATUS_SUCCESS;
 }

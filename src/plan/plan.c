@@ -215,6 +215,70 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
     d->plan_refused = 0;
     tc_plan_drop(d);
     tc_late_reset(d); /* the structure or the setting changed: decided again */
+    if (d->tr != NULL) {
+        pthread_mutex_lock(&d->tr->mu);
+        tc_plan_invalidate(d->tr);
+        pthread_mutex_unlock(&d->tr->mu);
+    }
+}
+
+struct tcsparseSpMatDescr *tc_plan_transposed(struct tcsparseSpMatDescr *d)
+{
+    struct tcsparseSpMatDescr *t = d->tr;
+    if (t == NULL) {
+        t = calloc(1, sizeof *t);
+        if (t == NULL)
+            return NULL;
+        if (pthread_mutex_init(&t->mu, NULL) != 0) {
+            free(t);
+            return NULL;
+        }
+        t->magic = TC_MAGIC_SPMAT;
+        t->is_const = 1;
+        t->serial = d->serial | (1ull << 63); /* unique: d's serial, marked */
+        t->parent = d;
+        d->tr = t;
+    }
+    /* the arrays and settings may have changed since (the structure setters dropped the
+     * view's plan through tc_plan_invalidate) */
+    pthread_mutex_lock(&t->mu);
+    t->format = d->format == TCSPARSE_FORMAT_CSR   ? TCSPARSE_FORMAT_CSC
+                : d->format == TCSPARSE_FORMAT_CSC ? TCSPARSE_FORMAT_CSR
+                                                   : TCSPARSE_FORMAT_COO;
+    t->rows = d->cols;
+    t->cols = d->rows;
+    t->nnz = d->nnz;
+    const int coo = d->format == TCSPARSE_FORMAT_COO; /* rows and columns trade arrays */
+    t->offsets = coo ? d->indices : d->offsets;
+    t->indices = coo ? d->offsets : d->indices;
+    t->offsets_type = coo ? d->indices_type : d->offsets_type;
+    t->indices_type = coo ? d->offsets_type : d->indices_type;
+    t->values = d->values;
+    t->base = d->base;
+    t->value_type = d->value_type;
+    t->batch_count = d->batch_count;
+    t->struct_gen = d->struct_gen;
+    if (t->reorder != d->reorder || t->reorder_orderings != d->reorder_orderings) {
+        t->reorder = d->reorder;
+        t->reorder_orderings = d->reorder_orderings;
+        tc_plan_invalidate(t); /* another reordering setting: planned again */
+    }
+    pthread_mutex_unlock(&t->mu);
+    return t;
+}
+
+void tc_plan_transposed_free(struct tcsparseSpMatDescr *d)
+{
+    struct tcsparseSpMatDescr *t = d->tr;
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&t->mu); /* waits for an eviction holding it */
+    tc_plan_invalidate(t);
+    t->magic = TC_MAGIC_DEAD;
+    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    d->tr = NULL;
 }
 
 void tc_spmat_lock(const struct tcsparseSpMatDescr *d)
@@ -414,6 +478,25 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the stream is capturing and the tensor-core plan is not built yet "
                             "(call _preprocess before the capture)");
+    }
+    /* An armed guard (tc_hook_spmat_guard) vouches for the structure of its fingerprint: a
+     * plan built now (the first of a transposed view, or one rebuilt after an eviction) must
+     * be of that structure, or a later check that passes would vouch for a plan of another.
+     * Checked here, where the build synchronises anyway; a mismatch raises the trip word. */
+    const struct tcsparseSpMatDescr *gd = md->parent != NULL ? md->parent : md;
+    struct tc_guard *g = gd->guard;
+    if (g != NULL && g->armed && g->gen == gd->struct_gen) {
+        uint64_t fp = 0;
+        if (tc_fingerprint_arrays(g->off, g->off_bytes, g->idx, g->idx_bytes, h->stream,
+                                  &g->dev->fp, g->host_fp, &fp) != 0)
+            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                                "the guarded structure could not be checked before a plan build");
+        if (fp != g->fp) {
+            *g->tripped = 1;
+            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                                "the guarded descriptor's arrays hold another structure than its "
+                                "fingerprint: no plan is built");
+        }
     }
     tc_plan_drop(md);
     md->plan_refused = 0;

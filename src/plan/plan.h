@@ -71,8 +71,8 @@ struct tc_plan {
  * tcsparseDestroySpMat) must not run concurrently with a call using the same descriptor, as in
  * cuSPARSE. */
 
-/* Frees the descriptor's plan, if any (destroy, set pointers, strided batch change); the
- * caller holds d->mu. */
+/* Frees the descriptor's plan, if any, and its transposed view's (destroy, set pointers,
+ * strided batch change); the caller holds d->mu. */
 void tc_plan_invalidate(struct tcsparseSpMatDescr *d);
 /* The descriptor's plan, built on the handle's stream when missing (or built for another
  * device); the caller holds d->mu until it no longer uses the plan.  Invalid structure gives
@@ -92,6 +92,17 @@ tcsparseStatus_t tc_plan_build_late(tcsparseHandle_t h, struct tcsparseSpMatDesc
 tcsparseStatus_t tc_plan_cache_add(struct tcsparseSpMatDescr *d, struct tc_plan *p);
 void tc_plan_discard(struct tc_plan *p);
 void tc_plan_release(struct tcsparseSpMatDescr *d, struct tc_plan *p);
+
+/* The transposed view of d (held in d->tr, created on first need): a descriptor of the
+ * transpose over d's own arrays (CSR <-> CSC with rows and columns swapped; COO with its two
+ * index arrays swapped), brought up to date with d's arrays, values and reordering settings
+ * on every call.  Its plan is the plan of the transpose, with its own measured decisions,
+ * tuning and late ordering; d's structure setters and destruction drop it with d's own
+ * (tc_plan_invalidate).  The caller holds d->mu, and takes the view's mu (after d's) while it
+ * uses the view's plan.  NULL when out of host memory. */
+struct tcsparseSpMatDescr *tc_plan_transposed(struct tcsparseSpMatDescr *d);
+/* Frees d->tr (destruction of d, under d->mu). */
+void tc_plan_transposed_free(struct tcsparseSpMatDescr *d);
 
 /* Descriptor lock helpers (d may be const: the mutex guards caches). */
 void tc_spmat_lock(const struct tcsparseSpMatDescr *d);

@@ -11,11 +11,18 @@
 #include "tune.h"
 #include "late.h"
 
-/* The kind of this SDDMM call (the key of its measured decision). */
-static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseConstDnMatDescr_t A,
-                                  tcsparseConstSpMatDescr_t C)
+/* K: the columns of op(A).  A transposed operand reaches the kernel as the other layout over
+ * the same array (table.c), so the kernel reads it with its own leading dimension. */
+static int64_t tc_sddmm_k(tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A)
 {
-    tc_call_kind k = {TC_SEL_OP_SDDMM, A->cols, tc_route_ab_type(A->value_type),
+    return opA == TCSPARSE_OPERATION_NON_TRANSPOSE ? A->cols : A->rows;
+}
+
+/* The kind of this SDDMM call (the key of its measured decision). */
+static tc_call_kind tc_sddmm_kind(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                  tcsparseConstDnMatDescr_t A, tcsparseConstSpMatDescr_t C)
+{
+    tc_call_kind k = {TC_SEL_OP_SDDMM, tc_sddmm_k(opA, A), tc_route_ab_type(A->value_type),
                       tc_route_ab_type(C->value_type), h->math == TCSPARSE_MATH_TF32, 0};
     return k;
 }
@@ -27,21 +34,22 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
                                         cudaDataType ct, tc_decision *d, struct tc_plan **plan)
 {
     tc_route_call c;
-    const tc_call_kind k = tc_sddmm_kind(h, A, C);
+    const tc_call_kind k = tc_sddmm_kind(h, opA, A, C);
     tc_route_call_sddmm(&c, h, opA, opB, A, B, C, ct);
     return tc_route_decide(h, &c, C, &k, d, plan);
 }
 
 /* As tc_spmm_tc (route_spmm.c): the executions may measure the kernel variants (tune.h). */
 static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
-                                    tcsparseConstDnMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                    tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
+                                    tcsparseConstDnMatDescr_t B,
                                     const void *beta, tcsparseSpMatDescr_t C,
                                     struct tc_plan *plan, tc_decision *d)
 {
     tc_sddmm_args a = {0};
     a.M = C->rows;
     a.N = C->cols;
-    a.K = A->cols;
+    a.K = tc_sddmm_k(opA, A);
     a.plan = &plan->dev;
     a.ab_type = tc_route_ab_type(A->value_type);
     a.c_type = tc_route_ab_type(C->value_type);
@@ -59,7 +67,8 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
     int var[TC_SDDMM_MAX_VARIANTS];
     const int nvar = tc_tune_enabled() ? tc_sddmm_variants(&a, var) : 0;
     const int pair =
-        nvar > 1 ? tc_tune_choose(h, plan, tc_sddmm_kind(h, A, C), d, var, nvar, &a.variant) : -1;
+        nvar > 1 ? tc_tune_choose(h, plan, tc_sddmm_kind(h, opA, A, C), d, var, nvar,
+                                   &a.variant) : -1;
     tc_str_join(d->kernel, sizeof d->kernel, tc_sddmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
     char msg[200];
@@ -148,7 +157,7 @@ static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planne
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     *as_planned = 1;
     if (d->path != TCSPARSE_PATH_CUSPARSE)
-        st = tc_sddmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, c->plan, d);
+        st = tc_sddmm_tc(h, c->alpha, c->opA, c->A, c->B, c->beta, c->C, c->plan, d);
     tc_route_record(h, d);
     h->hook.deferred = d->path == TCSPARSE_PATH_CUSPARSE && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
     if (d->path == TCSPARSE_PATH_CUSPARSE && !h->hook.deferred)
@@ -165,7 +174,7 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
 {
     tc_decision d;
     struct tc_plan *plan;
-    const tc_call_kind k = tc_sddmm_kind(h, A, C);
+    const tc_call_kind k = tc_sddmm_kind(h, opA, A, C);
     tc_late_begin(h, C, &k); /* may pick late ordering's other plan for this call */
     tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {

@@ -30,28 +30,63 @@ static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_p
     return tc_measured_lookup(p, &k);
 }
 
-/* The decision for this SpMM call (route.c); c receives the call. */
+/* The descriptor whose plan serves the call: A's own, or for opA = TRANSPOSE its transposed
+ * view (plan.h), locked here and unlocked by tc_spmm_view_done.  NULL leaves a transposed
+ * call to cuSPARSE: out of host memory, or a guarded A (tc_hook_spmat_guard) with BF16 C,
+ * where the guard's fallback (atomic sums into C, one rounding per nonzero) could exceed
+ * BF16's bound. */
+static struct tcsparseSpMatDescr *tc_spmm_view(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                               tcsparseConstSpMatDescr_t A,
+                                               tcsparseConstDnMatDescr_t C)
+{
+    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)A; /* plans are a cache */
+    if (opA != TCSPARSE_OPERATION_TRANSPOSE)
+        return md;
+    if (tc_route_effective(h) == TCSPARSE_ROUTE_CUSPARSE)
+        return NULL;
+    const struct tc_guard *g = A->guard;
+    if (g != NULL && g->armed && g->gen == A->struct_gen && C->value_type == CUDA_R_16BF)
+        return NULL;
+    struct tcsparseSpMatDescr *t = tc_plan_transposed(md);
+    if (t != NULL)
+        tc_spmat_lock(t);
+    return t;
+}
+
+static void tc_spmm_view_done(tcsparseConstSpMatDescr_t A, struct tcsparseSpMatDescr *P)
+{
+    if (P != NULL && P != A)
+        tc_spmat_unlock(P);
+}
+
+/* The decision for this SpMM call (route.c); c receives the call.  P: the plan's descriptor
+ * (tc_spmm_view); NULL leaves a transposed call to cuSPARSE. */
 static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tc_route_call *c,
                                        tcsparseOperation_t opA, tcsparseOperation_t opB,
-                                       tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
-                                       tcsparseDnMatDescr_t C, cudaDataType ct,
-                                       tcsparseSpMMAlg_t alg, tc_decision *d, struct tc_plan **plan)
+                                       tcsparseConstSpMatDescr_t A,
+                                       const struct tcsparseSpMatDescr *P,
+                                       tcsparseConstDnMatDescr_t B, tcsparseDnMatDescr_t C,
+                                       cudaDataType ct, tcsparseSpMMAlg_t alg, tc_decision *d,
+                                       struct tc_plan **plan)
 {
     const tc_call_kind k = tc_spmm_kind(h, B, C);
     tc_route_call_spmm(c, h, opA, opB, A, B, C, ct, alg);
-    return tc_route_decide(h, c, A, &k, d, plan);
+    c->a_view = P != NULL && P != A;
+    return tc_route_decide(h, c, P != NULL ? P : A, &k, d, plan);
 }
 
 /* tune: the executions may measure the kernel variants (tune.h); not the timings of the
  * measured mode at _preprocess, which compare the paths with the launcher's choice. */
 static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
-                                   tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
-                                   const void *beta, tcsparseDnMatDescr_t C,
-                                   struct tc_plan *plan, tc_decision *d, int tune)
+                                   tcsparseConstSpMatDescr_t A,
+                                   const struct tcsparseSpMatDescr *P,
+                                   tcsparseConstDnMatDescr_t B, const void *beta,
+                                   tcsparseDnMatDescr_t C, struct tc_plan *plan, tc_decision *d,
+                                   int tune)
 {
     tc_spmm_args a = {0};
-    a.M = A->rows;
-    a.K = A->cols;
+    a.M = P->rows; /* the product's A: the caller's, or its transpose (P, the view) */
+    a.K = P->cols;
     a.N = C->cols;
     a.plan = &plan->dev;
     a.ab_type = tc_route_ab_type(A->value_type);
@@ -97,6 +132,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
         csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
         csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
+        csr.transposed = P != A;
     }
     int var[TC_SPMM_MAX_VARIANTS];
     const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
@@ -157,6 +193,7 @@ typedef struct {
     tcsparseSpMMAlg_t alg;
     void *buffer;
     int alg3_ok; /* the cuSPARSE route may run CSR_ALG3: measured as a fourth candidate */
+    const struct tcsparseSpMatDescr *P; /* the plan's descriptor (tc_spmm_view) */
 } tc_spmm_call;
 
 /* Runs row r of the table on call c. */
@@ -169,7 +206,7 @@ static tcsparseStatus_t tc_run_row(tcsparseHandle_t h, const tc_spmm_call *c,
         return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                 c->alg, c->buffer);
     tc_decision d = {.path = r->path};
-    return tc_spmm_tc(h, c->alpha, c->A, c->B, c->beta, c->C, plan, &d, 0);
+    return tc_spmm_tc(h, c->alpha, c->A, c->P, c->B, c->beta, c->C, plan, &d, 0);
 }
 
 /* One warm-up, then the best of three runs; negative when the row fails. */
@@ -248,6 +285,7 @@ tcsparseStatus_t tc_route_spmm_buffer_size(tcsparseHandle_t h, tcsparseOperation
         char why[160];
         tc_route_call c;
         tc_route_call_spmm(&c, h, opA, opB, A, B, C, ct, alg);
+        c.a_view = opA == TCSPARSE_OPERATION_TRANSPOSE; /* the view is made at the call */
         if (tc_route_tc_ok(tc_route_eligible(&c, why, sizeof why), c.op)) {
             tc_error_clear();
             *size = 0;
@@ -267,9 +305,12 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     tc_decision d;
     tc_route_call call;
     struct tc_plan *plan;
-    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
-    if (st != TCSPARSE_STATUS_SUCCESS)
+    struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C);
+    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        tc_spmm_view_done(A, P);
         return st;
+    }
     tc_route_record(h, &d);
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
@@ -290,12 +331,13 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     if (st == TCSPARSE_STATUS_SUCCESS && plan != NULL && tc_route_effective(h) == TCSPARSE_ROUTE_AUTO &&
         tc_select_measure() && tc_measured_find(h, plan, B, C) == NULL) {
         tc_spmm_call c = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
-                          tc_route_alg3_ok(&call)};
+                          tc_route_alg3_ok(&call), P};
         tc_spmm_measure(h, &c, plan);
-        st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
+        st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
         if (st == TCSPARSE_STATUS_SUCCESS)
             tc_route_record(h, &d);
     }
+    tc_spmm_view_done(A, P);
     return st;
 }
 
@@ -304,14 +346,16 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
 static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
                                         struct tc_plan *plan, tcsparseOperation_t opA,
                                         tcsparseOperation_t opB, const void *alpha,
-                                        tcsparseConstSpMatDescr_t A, tcsparseConstDnMatDescr_t B,
+                                        tcsparseConstSpMatDescr_t A,
+                                        const struct tcsparseSpMatDescr *P,
+                                        tcsparseConstDnMatDescr_t B,
                                         const void *beta, tcsparseDnMatDescr_t C, cudaDataType ct,
                                         tcsparseSpMMAlg_t alg, void *buffer, int *ran_alg3)
 {
     tcsparseStatus_t st;
     *ran_alg3 = 0;
     if (d->path != TCSPARSE_PATH_CUSPARSE) {
-        st = tc_spmm_tc(h, alpha, A, B, beta, C, plan, d, 1);
+        st = tc_spmm_tc(h, alpha, A, P, B, beta, C, plan, d, 1);
         tc_route_record(h, d);
         h->hook.deferred = 0;
         return st;
@@ -346,8 +390,9 @@ static tcsparseStatus_t tc_spmm_exec_cb(void *p, tc_decision *d, int *as_planned
     const tc_spmm_call *c = p;
     const int want_alg3 = d->path == TCSPARSE_PATH_CUSPARSE && d->alg3;
     int ran_alg3;
-    tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->B,
-                                          c->beta, c->C, c->ct, c->alg, c->buffer, &ran_alg3);
+    tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->P,
+                                          c->B, c->beta, c->C, c->ct, c->alg, c->buffer,
+                                          &ran_alg3);
     *as_planned = !want_alg3 || ran_alg3;
     return st;
 }
@@ -361,19 +406,23 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tc_decision d;
     tc_route_call call;
     struct tc_plan *plan;
-    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)A; /* the plans are a cache */
+    /* the plans are a cache: A's, or its transposed view's for opA = TRANSPOSE */
+    struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C);
+    struct tcsparseSpMatDescr *md = P != NULL ? P : (struct tcsparseSpMatDescr *)A;
     const tc_call_kind k = tc_spmm_kind(h, B, C);
     tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
-    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, B, C, ct, alg, &d, &plan);
+    tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         tc_late_end(h, md, NULL, &k, &d, st);
+        tc_spmm_view_done(A, P);
         return st;
     }
     /* the measurement's CSR_ALG3 candidate runs where the row takes the call */
     tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
                         tc_route_row_eligible(tc_route_row_of(TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3),
-                                              &call)};
+                                              &call), md};
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
     tc_late_end(h, md, plan, &k, &d, st);
+    tc_spmm_view_done(A, P);
     return st;
 }

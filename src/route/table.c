@@ -5,19 +5,37 @@
 
 /* ---- eligibility ------------------------------------------------------------------------- */
 
-/* The tensor-core kernels, either operation: A and B untransposed; SpMM B and C row-major,
- * SDDMM A row-major and B column-major; no strided batch; A and B of one type the kernels take
- * (SpMM FP32, FP16, BF16; SDDMM FP32, FP16), C FP32 or that type, FP32 compute; the sparse
- * matrix within the plan's int32 indices; an sm_90 device.  The checks run in this order and
- * the first that fails gives the reason. */
+/* The layout a dense operand presents after its operation: a transposed row-major matrix is
+ * its transpose in column-major order over the same array, and the reverse. */
+static tcsparseOrder_t tc_order_after(tcsparseOperation_t op, tcsparseOrder_t o)
+{
+    if (op == TCSPARSE_OPERATION_NON_TRANSPOSE)
+        return o;
+    return o == TCSPARSE_ORDER_ROW ? TCSPARSE_ORDER_COL : TCSPARSE_ORDER_ROW;
+}
+
+/* The tensor-core kernels, either operation.  SpMM: A untransposed, or transposed through its
+ * transposed view's plan (a_view); B untransposed; B and C row-major.  SDDMM: op(A) row-major
+ * and op(B) column-major, whatever the operations (a transposed operand is the other layout
+ * over the same array).  No strided batch; A and B of one type the kernels take (SpMM FP32,
+ * FP16, BF16; SDDMM FP32, FP16), C FP32 or that type, FP32 compute; the sparse matrix within
+ * the plan's int32 indices; an sm_90 device.  The checks run in this order and the first
+ * that fails gives the reason. */
 static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
 {
     const int sddmm = c->op == TC_SEL_OP_SDDMM;
     const cudaDataType ab = c->a_type;
-    if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
-        return snprintf(why, n, "transposed operand"), 0;
-    if (sddmm && (c->a_order != TCSPARSE_ORDER_ROW || c->b_order != TCSPARSE_ORDER_COL))
-        return snprintf(why, n, "layout: the kernel takes A row-major and B column-major"), 0;
+    if (c->opA == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE ||
+        c->opB == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE)
+        return snprintf(why, n, "conjugate-transposed operand"), 0;
+    if (!sddmm && c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
+        return snprintf(why, n, "transposed B"), 0;
+    if (!sddmm && c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE && !c->a_view)
+        return snprintf(why, n, "transposed A without its transposed view"), 0;
+    if (sddmm && (tc_order_after(c->opA, c->a_order) != TCSPARSE_ORDER_ROW ||
+                  tc_order_after(c->opB, c->b_order) != TCSPARSE_ORDER_COL))
+        return snprintf(why, n, "layout: the kernel takes op(A) row-major and op(B) "
+                                "column-major"), 0;
     if (!sddmm && (c->b_order != TCSPARSE_ORDER_ROW || c->c_order != TCSPARSE_ORDER_ROW))
         return snprintf(why, n, "column-major B or C"), 0;
     if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
@@ -28,7 +46,9 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
         return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
                         tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
                         tc_dtype_name(c->compute)), 0;
-    if (c->sp_nnz >= (1ll << 31) || c->sp_rows >= (1ll << 31) - 16 || c->sp_cols >= (1ll << 31))
+    const int64_t prow = c->a_view ? c->sp_cols : c->sp_rows; /* the plan's rows */
+    if (c->sp_nnz >= (1ll << 31) || prow >= (1ll << 31) - 16 || c->sp_rows >= (1ll << 31) ||
+        c->sp_cols >= (1ll << 31))
         return snprintf(why, n, "matrix beyond the int32 tensor-core plan"), 0;
     if (c->cc_major < 9)
         return snprintf(why, n, "device is sm_%d%d; kernels are built for sm_90", c->cc_major,
@@ -55,12 +75,13 @@ static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
 /* ---- the table ----------------------------------------------------------------------------- */
 
 #define TC_WHEN_SPMM_TC                                                                        \
-    "A, B not transposed; B, C row-major; no strided batch; A, B both FP32, FP16 or BF16, C "  \
-    "FP32 or A's type, compute FP32; A rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
+    "A not transposed or transposed (the plan of its transpose), B not transposed; B, C "       \
+    "row-major; no strided batch; A, B both FP32, FP16 or BF16, C FP32 or A's type, compute "   \
+    "FP32; op(A) rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
 #define TC_WHEN_SDDMM_TC                                                                       \
-    "A, B not transposed; A row-major, B column-major; no strided batch; A, B both FP32 or "   \
-    "FP16, C FP32 or A's type, compute FP32; C rows < 2^31-16, columns and nonzeros < 2^31; "  \
-    "sm_90+"
+    "op(A) row-major, op(B) column-major (either may be a transposed operand in the other "    \
+    "layout); no strided batch; A, B both FP32 or FP16, C FP32 or A's type, compute FP32; C "  \
+    "rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
 #define TC_WHEN_ALG3                                                                           \
     "ALG_DEFAULT asked; CSR A; A, B not transposed; A, B, C, compute FP32; B, C row-major; "   \
     "no strided batch; not through the interposer"
@@ -130,7 +151,7 @@ void tc_route_call_sddmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation
                          .sp_rows = C->rows,
                          .sp_cols = C->cols,
                          .sp_nnz = C->nnz,
-                         .n = A->cols,
+                         .n = opA == TCSPARSE_OPERATION_NON_TRANSPOSE ? A->cols : A->rows,
                          .cc_major = h->cc_major,
                          .cc_minor = h->cc_minor,
                          .interposed = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)};

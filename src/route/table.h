@@ -36,6 +36,8 @@ typedef struct {
                                            * before the handle's cuSPARSE handle exists) */
     int interposed;                       /* the interposer's handle (defer_cusparse): its
                                            * cuSPARSE calls run the real cuSPARSE as asked */
+    int a_view;                           /* SpMM, opA = TRANSPOSE: the plan is that of the
+                                           * transposed view (route_spmm.c) */
 } tc_route_call;
 
 void tc_route_call_spmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_t opA,

@@ -29,6 +29,7 @@ typedef struct {
     int repeat;   /* executions, each on C's initial contents and checked; 0 means 1 */
     int explore;  /* 1: the executions must measure the paths and settle ("exploring" then
                    * "measured on"); -1: they must not measure; 0: no expectation */
+    tcsparseOperation_t opA; /* TRANSPOSE: the product is alpha * m^T * B + beta * C */
 } spmm_case;
 
 static inline double bound_for(const spmm_case *k)
@@ -48,6 +49,9 @@ static tc_test_call_log call_log; /* what run_case's executions did (the tuning'
 static inline double run_case(const tc_csr *m, const spmm_case *k, const char *label)
 {
     const int64_t M = m->rows, K = m->cols, nnz = m->nnz, N = k->N;
+    /* the product's op(A) is Mo x Ko: m, or its transpose (opA = TRANSPOSE) */
+    const int tr = k->opA == TCSPARSE_OPERATION_TRANSPOSE;
+    const int64_t Mo = tr ? K : M, Ko = tr ? M : K;
     const int64_t ldb = N + k->ldb_pad, ldc = N + k->ldc_pad;
     const size_t is = k->idx64 ? 8 : 4;
     /* A's arrays in the requested format, values rounded to the input type */
@@ -85,40 +89,45 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
         free(cnt);
     }
     /* B and C with padding columns; C's padding holds a sentinel that must survive */
-    void *h_B = malloc(esize(k->ab) * (size_t)(K * ldb + 1));
-    double *b = malloc(sizeof(double) * (size_t)(K * N + 1));
-    for (int64_t i = 0; i < K; i++)
+    void *h_B = malloc(esize(k->ab) * (size_t)(Ko * ldb + 1));
+    double *b = malloc(sizeof(double) * (size_t)(Ko * N + 1));
+    for (int64_t i = 0; i < Ko; i++)
         for (int64_t j = 0; j < ldb; j++) {
             double v = put(h_B, (size_t)(i * ldb + j), k->ab, j < N ? urand() : 1e30);
             if (j < N)
                 b[i * N + j] = v;
         }
-    void *h_C = malloc(esize(k->c) * (size_t)(M * ldc + 1));
-    double *c0 = malloc(sizeof(double) * (size_t)(M * N + 1));
-    for (int64_t i = 0; i < M; i++)
+    void *h_C = malloc(esize(k->c) * (size_t)(Mo * ldc + 1));
+    double *c0 = malloc(sizeof(double) * (size_t)(Mo * N + 1));
+    for (int64_t i = 0; i < Mo; i++)
         for (int64_t j = 0; j < ldc; j++) {
             double v = put(h_C, (size_t)(i * ldc + j), k->c, j < N ? urand() : 7.0);
             if (j < N)
                 c0[i * N + j] = v;
         }
     if (k->beta == 0.0f) /* beta = 0 must not read C: poison it with NaN */
-        for (int64_t i = 0; i < M; i++)
+        for (int64_t i = 0; i < Mo; i++)
             for (int64_t j = 0; j < N; j++)
                 put(h_C, (size_t)(i * ldc + j), k->c, NAN);
     /* reference in double from the rounded inputs */
-    double *ref = malloc(sizeof(double) * (size_t)(M * N + 1));
+    double *ref = malloc(sizeof(double) * (size_t)(Mo * N + 1));
+    double *acc = calloc((size_t)(Mo * N + 1), sizeof *acc);
     for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t e = m->row_off[i]; e < m->row_off[i + 1]; e++)
-                s += a_val[e] * b[m->col[e] * N + j];
-            ref[i * N + j] = k->alpha * s + (k->beta != 0.0f ? k->beta * c0[i * N + j] : 0.0);
-        }
+        for (int64_t e = m->row_off[i]; e < m->row_off[i + 1]; e++)
+            for (int64_t j = 0; j < N; j++) {
+                if (tr) /* (i, col) of m is (col, i) of op(A) */
+                    acc[m->col[e] * N + j] += a_val[e] * b[i * N + j];
+                else
+                    acc[i * N + j] += a_val[e] * b[m->col[e] * N + j];
+            }
+    for (int64_t i = 0; i < Mo * N; i++)
+        ref[i] = k->alpha * acc[i] + (k->beta != 0.0f ? k->beta * c0[i] : 0.0);
+    free(acc);
 
     void *d_off = to_device(h_off, is * (size_t)noff), *d_idx = to_device(h_idx, is * (size_t)nnz);
     void *d_val = to_device(h_val, esize(k->ab) * (size_t)nnz);
-    void *d_B = to_device(h_B, esize(k->ab) * (size_t)(K * ldb));
-    void *d_C = to_device(h_C, esize(k->c) * (size_t)(M * ldc));
+    void *d_B = to_device(h_B, esize(k->ab) * (size_t)(Ko * ldb));
+    void *d_C = to_device(h_C, esize(k->c) * (size_t)(Mo * ldc));
     tcsparseHandle_t h;
     tcsparseSpMatDescr_t A;
     tcsparseDnMatDescr_t B, C;
@@ -130,8 +139,8 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
         : k->fmt == TCSPARSE_FORMAT_CSC ? tcsparseCreateCsc(&A, M, K, nnz, d_off, d_idx, d_val, it, it, ib, k->ab)
                                         : tcsparseCreateCoo(&A, M, K, nnz, d_off, d_idx, d_val, it, ib, k->ab);
     cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
-    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, ldb, d_B, k->ab, TCSPARSE_ORDER_ROW), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, ldc, d_C, k->c, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, Ko, N, ldb, d_B, k->ab, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, Mo, N, ldc, d_C, k->c, TCSPARSE_ORDER_ROW), 0);
     tcsparseSetRoute(h, k->route);
     tcsparseSetMathMode(h, k->tf32 ? TCSPARSE_MATH_TF32 : TCSPARSE_MATH_DEFAULT);
     float *d_ab = NULL;
@@ -144,16 +153,16 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
         pb = d_ab + 1;
     }
     size_t bsz = 0;
-    st = tcsparseSpMM_bufferSize(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, &bsz);
+    st = tcsparseSpMM_bufferSize(h, k->opA, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, &bsz);
     cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: bufferSize: %s", label, tcsparseGetLastErrorMessage());
     void *buf = NULL;
     cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
     if (k->preprocess) {
-        st = tcsparseSpMM_preprocess(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
+        st = tcsparseSpMM_preprocess(h, k->opA, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: preprocess: %s", label, tcsparseGetLastErrorMessage());
     }
-    void *h_C_init = malloc(esize(k->c) * (size_t)(M * ldc + 1));
-    memcpy(h_C_init, h_C, esize(k->c) * (size_t)(M * ldc));
+    void *h_C_init = malloc(esize(k->c) * (size_t)(Mo * ldc + 1));
+    memcpy(h_C_init, h_C, esize(k->c) * (size_t)(Mo * ldc));
     const int reps = k->repeat > 0 ? k->repeat : 1;
     tc_test_measuring measuring = {0, 0};
     double err = 0;
@@ -161,9 +170,9 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
     tc_test_call_log_reset(&call_log);
     for (int rep = 0; rep < reps; rep++) {
         if (rep > 0) /* each execution starts from C's initial contents (NaN where beta = 0) */
-            cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(M * ldc), cudaMemcpyHostToDevice),
+            cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(Mo * ldc), cudaMemcpyHostToDevice),
                          cudaSuccess);
-        st = tcsparseSpMM(h, 0, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
+        st = tcsparseSpMM(h, k->opA, 0, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
@@ -179,10 +188,10 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
         if (k->route == TCSPARSE_ROUTE_TC_BALANCED)
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
 
-        cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(M * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
-        tc_test_call_log_note(&call_log, &ri, h_C, esize(k->c) * (size_t)(M * ldc));
+        cr_assert_eq(cudaMemcpy(h_C, d_C, esize(k->c) * (size_t)(Mo * ldc), cudaMemcpyDeviceToHost), cudaSuccess);
+        tc_test_call_log_note(&call_log, &ri, h_C, esize(k->c) * (size_t)(Mo * ldc));
         double num = 0, den = 0;
-        for (int64_t i = 0; i < M; i++)
+        for (int64_t i = 0; i < Mo; i++)
             for (int64_t j = 0; j < ldc; j++) {
                 double v = get(h_C, (size_t)(i * ldc + j), k->c);
                 if (j >= N) {

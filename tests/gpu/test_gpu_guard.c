@@ -22,8 +22,9 @@ static uint64_t seed = 777;
 static double urand(void) { return tc_test_rand_uniform(&seed); }
 
 typedef struct {
-    int64_t M, K, N, nnz;
+    int64_t M, K, N, nnz; /* the CSR matrix is M x K */
     int is64;
+    int trans;      /* the products are A^T B (opA = TRANSPOSE): B has M rows, C K */
     cudaDataType t;
     int64_t *off;   /* host, rows + 1 */
     int32_t *col;   /* host, nnz */
@@ -60,10 +61,15 @@ static void upload_structure(gcase *g)
     free(hc);
 }
 
-static void make_case(gcase *g, int64_t M, int64_t K, int64_t N, int is64, cudaDataType t)
+static int64_t b_rows(const gcase *g) { return g->trans ? g->M : g->K; }
+static int64_t c_rows(const gcase *g) { return g->trans ? g->K : g->M; }
+
+static void make_case(gcase *g, int64_t M, int64_t K, int64_t N, int is64, cudaDataType t,
+                      int trans)
 {
     memset(g, 0, sizeof *g);
-    g->M = M, g->K = K, g->N = N, g->is64 = is64, g->t = t;
+    g->M = M, g->K = K, g->N = N, g->is64 = is64, g->t = t, g->trans = trans;
+    const int64_t BR = b_rows(g), CR = c_rows(g);
     g->off = malloc(sizeof(int64_t) * (size_t)(M + 1));
     g->off[0] = 0;
     for (int64_t r = 0; r < M; r++) /* rows of 0 to 40 entries, a few long ones */
@@ -73,21 +79,21 @@ static void make_case(gcase *g, int64_t M, int64_t K, int64_t N, int is64, cudaD
     draw_columns(g);
     const size_t es = esize(t);
     g->h_val = malloc(es * (size_t)g->nnz);
-    g->h_B = malloc(es * (size_t)(K * N));
-    g->h_C0 = malloc(es * (size_t)(M * N));
+    g->h_B = malloc(es * (size_t)(BR * N));
+    g->h_C0 = malloc(es * (size_t)(CR * N));
     for (int64_t i = 0; i < g->nnz; i++)
         put(g->h_val, (size_t)i, t, urand());
-    for (int64_t i = 0; i < K * N; i++)
+    for (int64_t i = 0; i < BR * N; i++)
         put(g->h_B, (size_t)i, t, urand());
-    for (int64_t i = 0; i < M * N; i++)
+    for (int64_t i = 0; i < CR * N; i++)
         put(g->h_C0, (size_t)i, t, urand());
     const size_t is = is64 ? 8 : 4;
     cr_assert_eq(cudaMalloc(&g->d_off, is * (size_t)(M + 1)), cudaSuccess);
     cr_assert_eq(cudaMalloc(&g->d_col, is * (size_t)g->nnz), cudaSuccess);
     upload_structure(g);
     g->d_val = to_device(g->h_val, es * (size_t)g->nnz);
-    g->d_B = to_device(g->h_B, es * (size_t)(K * N));
-    cr_assert_eq(cudaMalloc(&g->d_C, es * (size_t)(M * N)), cudaSuccess);
+    g->d_B = to_device(g->h_B, es * (size_t)(BR * N));
+    cr_assert_eq(cudaMalloc(&g->d_C, es * (size_t)(CR * N)), cudaSuccess);
 }
 
 static void free_case(gcase *g)
@@ -100,39 +106,37 @@ static void free_case(gcase *g)
 /* C before the call: the case's C0, or NaN everywhere (beta = 0 must not read it). */
 static void reset_c(const gcase *g, int nan_c)
 {
-    const size_t bytes = esize(g->t) * (size_t)(g->M * g->N);
+    const size_t bytes = esize(g->t) * (size_t)(c_rows(g) * g->N);
     if (nan_c)
         cr_assert_eq(cudaMemset(g->d_C, 0xff, bytes), cudaSuccess);
     else
         cr_assert_eq(cudaMemcpy(g->d_C, g->h_C0, bytes, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
-/* ||C - (alpha A B + beta C0)|| / ||ref|| over the structure the host arrays hold now. */
+/* ||C - (alpha op(A) B + beta C0)|| / ||ref|| over the structure the host arrays hold now. */
 static double check_c(const gcase *g, double alpha, double beta)
 {
-    const size_t es = esize(g->t), n = (size_t)(g->M * g->N);
+    const size_t es = esize(g->t), n = (size_t)(c_rows(g) * g->N);
     void *hc = malloc(es * n);
     cr_assert_eq(cudaMemcpy(hc, g->d_C, es * n, cudaMemcpyDeviceToHost), cudaSuccess);
     double num = 0, den = 0;
-    double *acc = malloc(sizeof(double) * (size_t)g->N);
-    for (int64_t r = 0; r < g->M; r++) {
-        for (int64_t j = 0; j < g->N; j++)
-            acc[j] = 0;
-        for (int64_t p = g->off[r]; p < g->off[r + 1]; p++)
+    double *acc = calloc(n, sizeof *acc);
+    for (int64_t r = 0; r < g->M; r++)
+        for (int64_t p = g->off[r]; p < g->off[r + 1]; p++) {
+            const double v = get(g->h_val, (size_t)p, g->t);
+            const int64_t crow = g->trans ? g->col[p] : r, brow = g->trans ? r : g->col[p];
             for (int64_t j = 0; j < g->N; j++)
-                acc[j] += get(g->h_val, (size_t)p, g->t) *
-                          get(g->h_B, (size_t)(g->col[p] * g->N + j), g->t);
-        for (int64_t j = 0; j < g->N; j++) {
-            const size_t i = (size_t)(r * g->N + j);
-            const double ref = alpha * acc[j] + (beta != 0 ? beta * get(g->h_C0, i, g->t) : 0);
-            const double out = get(hc, i, g->t);
-            if (!isfinite(out)) {
-                free(hc), free(acc);
-                return INFINITY;
-            }
-            num += (out - ref) * (out - ref);
-            den += ref * ref;
+                acc[crow * g->N + j] += v * get(g->h_B, (size_t)(brow * g->N + j), g->t);
         }
+    for (size_t i = 0; i < n; i++) {
+        const double ref = alpha * acc[i] + (beta != 0 ? beta * get(g->h_C0, i, g->t) : 0);
+        const double out = get(hc, i, g->t);
+        if (!isfinite(out)) {
+            free(hc), free(acc);
+            return INFINITY;
+        }
+        num += (out - ref) * (out - ref);
+        den += ref * ref;
     }
     free(hc), free(acc);
     return sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
@@ -148,14 +152,15 @@ static tcsparseSpMatDescr_t make_descr(const gcase *g)
     return A;
 }
 
-/* One SpMM with host or device scalars; returns the kernel the route names. */
-static void spmm(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, float alpha,
-                 float beta, int dev_scalars, char *kernel, size_t kn)
+/* One SpMM (op(A) B, g->trans) with host or device scalars; returns the kernel the route
+ * names and, in *path, its path. */
+static void spmm_path(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, float alpha,
+                      float beta, int dev_scalars, char *kernel, size_t kn, tcsparsePath_t *path)
 {
     tcsparseDnMatDescr_t B, C;
-    cr_assert_eq(tcsparseCreateDnMat(&B, g->K, g->N, g->N, g->d_B, g->t, TCSPARSE_ORDER_ROW),
+    cr_assert_eq(tcsparseCreateDnMat(&B, b_rows(g), g->N, g->N, g->d_B, g->t, TCSPARSE_ORDER_ROW),
                  TCSPARSE_STATUS_SUCCESS);
-    cr_assert_eq(tcsparseCreateDnMat(&C, g->M, g->N, g->N, g->d_C, g->t, TCSPARSE_ORDER_ROW),
+    cr_assert_eq(tcsparseCreateDnMat(&C, c_rows(g), g->N, g->N, g->d_C, g->t, TCSPARSE_ORDER_ROW),
                  TCSPARSE_STATUS_SUCCESS);
     float *ds = NULL;
     const void *pa = &alpha, *pb = &beta;
@@ -167,15 +172,22 @@ static void spmm(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, flo
                      TCSPARSE_STATUS_SUCCESS);
     }
     const tcsparseOperation_t NT = TCSPARSE_OPERATION_NON_TRANSPOSE;
-    cr_assert_eq(tcsparseSpMM(h, NT, NT, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT,
-                              NULL),
+    const tcsparseOperation_t opA = g->trans ? TCSPARSE_OPERATION_TRANSPOSE : NT;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, opA, NT, pa, A, B, pb, C, CUDA_R_32F,
+                                         TCSPARSE_SPMM_ALG_DEFAULT, &bsz),
+                 TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
+    cr_assert_eq(tcsparseSpMM(h, opA, NT, pa, A, B, pb, C, CUDA_R_32F, TCSPARSE_SPMM_ALG_DEFAULT,
+                              buf),
                  TCSPARSE_STATUS_SUCCESS, "%s", tcsparseGetLastErrorMessage());
     cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+    cudaFree(buf);
     tcsparseRouteInfo_t info;
     cr_assert_eq(tcsparseGetLastRoute(h, &info), TCSPARSE_STATUS_SUCCESS);
     snprintf(kernel, kn, "%s", info.kernel);
-    cr_expect_neq(info.path, TCSPARSE_PATH_CUSPARSE, "the forced route ran cuSPARSE: %s",
-                  info.reason);
+    *path = info.path;
     if (ds != NULL) {
         cr_assert_eq(tcsparseSetPointerMode(h, TCSPARSE_POINTER_MODE_HOST),
                      TCSPARSE_STATUS_SUCCESS);
@@ -183,6 +195,15 @@ static void spmm(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, flo
     }
     tcsparseDestroyDnMat(B);
     tcsparseDestroyDnMat(C);
+}
+
+/* spmm_path on the forced tensor-core route, which must have run the tensor cores. */
+static void spmm(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A, float alpha,
+                 float beta, int dev_scalars, char *kernel, size_t kn)
+{
+    tcsparsePath_t path;
+    spmm_path(h, g, A, alpha, beta, dev_scalars, kernel, kn, &path);
+    cr_expect_neq(path, TCSPARSE_PATH_CUSPARSE, "the forced route ran cuSPARSE (%s)", kernel);
 }
 
 static int tripped(tcsparseSpMatDescr_t A)
@@ -194,10 +215,11 @@ static int tripped(tcsparseSpMatDescr_t A)
 
 /* The plan's structure (tensor cores behind a passing check), then another structure in the
  * same arrays (the check fails: the fallback computes it), for one configuration. */
-static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int math_tf32)
+static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int math_tf32,
+                        int trans)
 {
     gcase g;
-    make_case(&g, 3001, 2500, 72, is64, t);
+    make_case(&g, 3001, 2500, 72, is64, t, trans);
     const double bound = t == CUDA_R_32F ? (math_tf32 ? 5e-3 : 1e-5) : 2e-2;
     tcsparseHandle_t h;
     cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
@@ -255,25 +277,96 @@ static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int mat
 Test(gpu_guard, fp32_base_32bit)
 {
     TC_REQUIRE_GPU();
-    guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 0);
+    guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 0, 0);
 }
 
 Test(gpu_guard, fp32_balanced_64bit)
 {
     TC_REQUIRE_GPU();
-    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BALANCED, 0);
+    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BALANCED, 0, 0);
 }
 
 Test(gpu_guard, tf32_base_64bit)
 {
     TC_REQUIRE_GPU();
-    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 1);
+    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 1, 0);
 }
 
 Test(gpu_guard, bf16_balanced_32bit)
 {
     TC_REQUIRE_GPU();
-    guard_round(0, CUDA_R_16BF, TCSPARSE_ROUTE_TC_BALANCED, 0);
+    guard_round(0, CUDA_R_16BF, TCSPARSE_ROUTE_TC_BALANCED, 0, 0);
+}
+
+/* opA = TRANSPOSE: the transposed view's plan behind the same check; on a mismatch the
+ * fallback adds each nonzero's product into C (C scaled by beta first). */
+Test(gpu_guard, transposed_fp32_balanced)
+{
+    TC_REQUIRE_GPU();
+    guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_TC_BALANCED, 0, 1);
+}
+
+Test(gpu_guard, transposed_f16_base_64bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(1, CUDA_R_16F, TCSPARSE_ROUTE_TC_BASE, 0, 1);
+}
+
+/* Plans built while a guard is armed must be of the guarded structure: a transposed view
+ * planned first while the arrays hold another structure is refused (cuSPARSE computes the
+ * call from the arrays, and the trip word rises); a guarded transposed product with BF16 C
+ * goes to cuSPARSE (the fallback's atomic BF16 sums would exceed the bound). */
+Test(gpu_guard, transposed_plan_built_under_guard)
+{
+    TC_REQUIRE_GPU();
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        gcase g;
+        const cudaDataType t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+        make_case(&g, 1500, 1700, 40, 0, t, 0);
+        tcsparseHandle_t h;
+        cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+        cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE), TCSPARSE_STATUS_SUCCESS);
+        tcsparseSpMatDescr_t A = make_descr(&g);
+        char kernel[64];
+        tcsparsePath_t path;
+        reset_c(&g, 0);
+        spmm(h, &g, A, 1.0f, 0.5f, 0, kernel, sizeof kernel); /* A's plan only */
+        uint64_t fp;
+        cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
+        cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS);
+        gcase gt = g; /* the same arrays (host and device), products with the transpose */
+        gt.trans = 1;
+        gt.N = 40;
+        cr_assert_eq(cudaMalloc(&gt.d_B, esize(t) * (size_t)(g.M * 40)), cudaSuccess);
+        cr_assert_eq(cudaMalloc(&gt.d_C, esize(t) * (size_t)(g.K * 40)), cudaSuccess);
+        gt.h_B = malloc(esize(t) * (size_t)(g.M * 40));
+        gt.h_C0 = malloc(esize(t) * (size_t)(g.K * 40));
+        for (int64_t i = 0; i < g.M * 40; i++)
+            put(gt.h_B, (size_t)i, t, urand());
+        for (int64_t i = 0; i < g.K * 40; i++)
+            put(gt.h_C0, (size_t)i, t, urand());
+        cr_assert_eq(cudaMemcpy(gt.d_B, gt.h_B, esize(t) * (size_t)(g.M * 40),
+                                cudaMemcpyHostToDevice), cudaSuccess);
+        if (bf16) { /* the structure unchanged: still cuSPARSE, for the type */
+            reset_c(&gt, 0);
+            spmm_path(h, &gt, A, 1.0f, 0.5f, 0, kernel, sizeof kernel, &path);
+            cr_expect_eq(path, TCSPARSE_PATH_CUSPARSE, "BF16 transposed, guarded: %s", kernel);
+            cr_expect_leq(check_c(&gt, 1.0, 0.5), 2e-2, "BF16 transposed by cuSPARSE");
+        }
+        draw_columns(&g); /* another structure in the same arrays */
+        upload_structure(&g);
+        reset_c(&gt, 0);
+        spmm_path(h, &gt, A, 1.0f, 0.5f, 0, kernel, sizeof kernel, &path);
+        cr_expect_eq(path, TCSPARSE_PATH_CUSPARSE, "a view planned from another structure: %s",
+                     kernel);
+        cr_expect_leq(check_c(&gt, 1.0, 0.5), t == CUDA_R_32F ? 1e-5 : 2e-2,
+                      "the transposed product of the arrays' structure");
+        cr_expect_eq(tripped(A), !bf16, "the refused build raised the trip word");
+        cudaFree(gt.d_B), cudaFree(gt.d_C), free(gt.h_B), free(gt.h_C0);
+        tcsparseDestroySpMat(A);
+        tcsparseDestroy(h);
+        free_case(&g);
+    }
 }
 
 /* A guarded execution captured in global mode: any synchronisation or allocation on that path
@@ -282,7 +375,7 @@ Test(gpu_guard, captured_in_global_mode)
 {
     TC_REQUIRE_GPU();
     gcase g;
-    make_case(&g, 2000, 1800, 64, 0, CUDA_R_32F);
+    make_case(&g, 2000, 1800, 64, 0, CUDA_R_32F, 0);
     tcsparseHandle_t h;
     cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_TC_BASE), TCSPARSE_STATUS_SUCCESS);
@@ -348,7 +441,7 @@ Test(gpu_guard, two_streams)
 {
     TC_REQUIRE_GPU();
     gcase g;
-    make_case(&g, 2500, 2200, 40, 0, CUDA_R_32F);
+    make_case(&g, 2500, 2200, 40, 0, CUDA_R_32F, 0);
     tcsparseHandle_t h[2];
     cudaStream_t s[2];
     void *dC[2];

@@ -33,6 +33,9 @@ typedef struct {
     int preprocess;
     int repeat;   /* executions, each on C's initial values and checked; 0 means 1 */
     int explore;  /* 1: the executions must measure the paths and settle (route.c) */
+    int trans;    /* bit 0: A given as its transpose (K x M column-major, opA = TRANSPOSE);
+                   * bit 1: B as its transpose (N x K row-major, opB = TRANSPOSE); the same
+                   * arrays either way */
 } sddmm_case;
 
 enum { SENTINELS = 3 }; /* values after C's nnz that must survive */
@@ -118,8 +121,14 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     cr_assert_eq(tcsparseCreateCsr(&C, M, N, nnz, d_off, d_idx, d_val, it, it,
                                    (tcsparseIndexBase_t)k->base, k->c), 0, "%s",
                  tcsparseGetLastErrorMessage());
-    cr_assert_eq(tcsparseCreateDnMat(&dA, M, K, lda, d_A, k->ab, TCSPARSE_ORDER_ROW), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&dB, K, N, ldb, d_B, k->ab, TCSPARSE_ORDER_COL), 0);
+    if (k->trans & 1)
+        cr_assert_eq(tcsparseCreateDnMat(&dA, K, M, lda, d_A, k->ab, TCSPARSE_ORDER_COL), 0);
+    else
+        cr_assert_eq(tcsparseCreateDnMat(&dA, M, K, lda, d_A, k->ab, TCSPARSE_ORDER_ROW), 0);
+    if (k->trans & 2)
+        cr_assert_eq(tcsparseCreateDnMat(&dB, N, K, ldb, d_B, k->ab, TCSPARSE_ORDER_ROW), 0);
+    else
+        cr_assert_eq(tcsparseCreateDnMat(&dB, K, N, ldb, d_B, k->ab, TCSPARSE_ORDER_COL), 0);
     tcsparseSetRoute(h, k->route);
     tcsparseSetMathMode(h, k->tf32 ? TCSPARSE_MATH_TF32 : TCSPARSE_MATH_DEFAULT);
     float *d_ab = NULL;
@@ -132,14 +141,16 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
         pb = d_ab + 1;
     }
     const tcsparseOperation_t nt = TCSPARSE_OPERATION_NON_TRANSPOSE;
+    const tcsparseOperation_t opA = k->trans & 1 ? TCSPARSE_OPERATION_TRANSPOSE : nt;
+    const tcsparseOperation_t opB = k->trans & 2 ? TCSPARSE_OPERATION_TRANSPOSE : nt;
     size_t bsz = 0;
-    tcsparseStatus_t st = tcsparseSDDMM_bufferSize(h, nt, nt, pa, dA, dB, pb, C, CUDA_R_32F,
+    tcsparseStatus_t st = tcsparseSDDMM_bufferSize(h, opA, opB, pa, dA, dB, pb, C, CUDA_R_32F,
                                                    TCSPARSE_SDDMM_ALG_DEFAULT, &bsz);
     cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: bufferSize: %s", label, tcsparseGetLastErrorMessage());
     void *buf = NULL;
     cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
     if (k->preprocess) {
-        st = tcsparseSDDMM_preprocess(h, nt, nt, pa, dA, dB, pb, C, CUDA_R_32F,
+        st = tcsparseSDDMM_preprocess(h, opA, opB, pa, dA, dB, pb, C, CUDA_R_32F,
                                       TCSPARSE_SDDMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: preprocess: %s", label, tcsparseGetLastErrorMessage());
     }
@@ -154,7 +165,7 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     for (int rep = 0; rep < (k->repeat > 0 ? k->repeat : 1); rep++) {
         if (rep > 0) /* each execution from C's initial values (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_val, h_val_init, vbytes, cudaMemcpyHostToDevice), cudaSuccess);
-        st = tcsparseSDDMM(h, nt, nt, pa, dA, dB, pb, C, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, buf);
+        st = tcsparseSDDMM(h, opA, opB, pa, dA, dB, pb, C, CUDA_R_32F, TCSPARSE_SDDMM_ALG_DEFAULT, buf);
         cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "%s: %s", label, tcsparseGetLastErrorMessage());
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
@@ -448,6 +459,38 @@ Test(gpu_sddmm, ineligible_goes_to_cusparse)
     cudaFree(buf);
     tcsparseDestroySpMat(C); tcsparseDestroyDnMat(A); tcsparseDestroyDnMat(B); tcsparseDestroy(h);
     cudaFree(dOff); cudaFree(dCol); cudaFree(dC); cudaFree(dA); cudaFree(dB);
+}
+
+/* A transposed dense operand in the other layout is the layout the kernel reads (the same
+ * array): op(A) row-major through opA = TRANSPOSE on a column-major A, op(B) column-major
+ * through opB = TRANSPOSE on a row-major B, each alone and both, every precision, both
+ * kernels, padded leading dimensions. */
+Test(gpu_sddmm, transposed_operands)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    cr_assert_eq(tc_gen_uniform(700, 333, 9, 5, &m), 0);
+    const struct { cudaDataType ab, c; int tf32; } precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, 0}, {CUDA_R_32F, CUDA_R_32F, 1}, {CUDA_R_16F, CUDA_R_16F, 0},
+        {CUDA_R_16F, CUDA_R_32F, 0}};
+    static const int64_t ks[] = {17, 64, 128};
+    int i = 0;
+    for (int t = 1; t <= 3; t++)
+        for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++, i++) {
+            sddmm_case k = base_case(ks[i % 3]);
+            k.ab = precs[p].ab;
+            k.c = precs[p].c;
+            k.tf32 = precs[p].tf32;
+            k.trans = t;
+            k.route = i % 2 ? TCSPARSE_ROUTE_TC_BALANCED : TCSPARSE_ROUTE_TC_BASE;
+            k.lda_pad = i % 3 == 1 ? 3 : 0;
+            k.ldb_pad = i % 3 == 2 ? 5 : 0;
+            k.beta = i % 2 ? 0.5f : 0.0f;
+            char label[96];
+            snprintf(label, sizeof label, "trans=%d K=%lld prec=%zu", t, (long long)k.K, p);
+            run_case(&m, &k, label, NULL);
+        }
+    tc_csr_free(&m);
 }
 
 /* C with no nonzero: success and nothing written, on every route. */

@@ -205,7 +205,7 @@ Test(route_eligible, checks_run_in_order)
     c.a_type = CUDA_R_64F;
     c.cc_major = 8;
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
-    cr_expect_str_eq(why, "transposed operand");
+    cr_expect_str_eq(why, "transposed B");
     c.opB = TCSPARSE_OPERATION_NON_TRANSPOSE;
     walk(&c, why, sizeof why);
     cr_expect_str_eq(why, "column-major B or C");
@@ -309,6 +309,23 @@ Test(route_eligible, int32_limits)
     cr_expect_str_eq(why, "matrix beyond the int32 tensor-core plan");
 }
 
+Test(route_eligible, spmm_transposed_a)
+{
+    char why[160];
+    tc_route_call c = spmm_call();
+    c.opA = TCSPARSE_OPERATION_TRANSPOSE;
+    cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
+    cr_expect_str_eq(why, "transposed A without its transposed view");
+    c.a_view = 1; /* the transposed view's plan: the tensor cores, not CSR_ALG3 */
+    cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SPMM, TC_SEL_CAND_BASE) |
+                                                bit(TC_SEL_OP_SPMM, TC_SEL_CAND_BALANCED) |
+                                                bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
+    /* the plan's rows are A's columns */
+    c.sp_cols = (1ll << 31) - 16;
+    cr_expect(!tc_route_tc_ok(walk(&c, why, sizeof why), c.op));
+    cr_expect_str_eq(why, "matrix beyond the int32 tensor-core plan");
+}
+
 Test(route_eligible, sddmm_layouts)
 {
     char why[160];
@@ -317,10 +334,19 @@ Test(route_eligible, sddmm_layouts)
     cr_expect_str_eq(why, UNTOUCHED);
     c.b_order = TCSPARSE_ORDER_ROW;
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SDDMM, TC_SEL_CAND_CUSPARSE));
-    cr_expect_str_eq(why, "layout: the kernel takes A row-major and B column-major");
+    cr_expect_str_eq(why, "layout: the kernel takes op(A) row-major and op(B) column-major");
     c = sddmm_call();
     c.a_order = TCSPARSE_ORDER_COL;
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SDDMM, TC_SEL_CAND_CUSPARSE));
+    /* a transposed operand in the other layout is the kernel's layout over the same array */
+    c.opA = TCSPARSE_OPERATION_TRANSPOSE;
+    cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SDDMM));
+    c.b_order = TCSPARSE_ORDER_ROW;
+    c.opB = TCSPARSE_OPERATION_TRANSPOSE;
+    cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SDDMM));
+    c.opB = TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE;
+    cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SDDMM, TC_SEL_CAND_CUSPARSE));
+    cr_expect_str_eq(why, "conjugate-transposed operand");
     /* SpMM's layout does not apply: C's order is the sparse C's */
     c = sddmm_call();
     c.c_order = TCSPARSE_ORDER_COL;
@@ -410,11 +436,12 @@ Test(route_call, sddmm_from_descriptors)
     cr_expect_eq(c.c_type, CUDA_R_32F);
     cr_expect_eq(c.interposed, 1);
     cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SDDMM));
-    /* transposed A */
+    /* transposed A, row-major: op(A) is column-major; K is op(A)'s columns */
     tc_route_call_sddmm(&c, h, TCSPARSE_OPERATION_TRANSPOSE, TCSPARSE_OPERATION_NON_TRANSPOSE,
                         A, B, C, CUDA_R_32F);
+    cr_expect_eq(c.n, 3, "K of op(A)");
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SDDMM, TC_SEL_CAND_CUSPARSE));
-    cr_expect_str_eq(why, "transposed operand");
+    cr_expect_str_eq(why, "layout: the kernel takes op(A) row-major and op(B) column-major");
     tcsparseDestroySpMat(C);
     tcsparseDestroyDnMat(B);
     tcsparseDestroyDnMat(A);
