@@ -342,10 +342,25 @@ static int tc_settled(const tc_call *c, char *why, size_t wn)
     return hit;
 }
 
+static char tc_op_letter(cusparseOperation_t op)
+{
+    return op == CUSPARSE_OPERATION_NON_TRANSPOSE ? 'N'
+           : op == CUSPARSE_OPERATION_TRANSPOSE   ? 'T'
+                                                  : 'C';
+}
+
 static cusparseStatus_t tc_dispatch(tc_call *c)
 {
     const char *fn = c->sddmm ? "cusparseSDDMM" : "cusparseSpMM";
     const char *sfx = tc_ph_suffix[c->phase];
+    char fnb[64]; /* the log names a transposed operand (rare: formatted only then) */
+    if (tc_shim.log && (c->opA != CUSPARSE_OPERATION_NON_TRANSPOSE ||
+                        c->opB != CUSPARSE_OPERATION_NON_TRANSPOSE)) {
+        snprintf(fnb, sizeof fnb, "%s%s(opA %c, opB %c)", fn, sfx, tc_op_letter(c->opA),
+                 tc_op_letter(c->opB));
+        fn = fnb;
+        sfx = "";
+    }
     if (!tc_shim_route_on()) {
         cusparseStatus_t st = tc_real_call(c);
         if (tc_shim_depth == 0 && tc_shim.ready)

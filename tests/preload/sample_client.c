@@ -207,6 +207,34 @@ int main(void)
         CHECK_CUDA(cudaFree(buf));
     }
 
+    /* 3b. the transpose: C = A^T B (opA = TRANSPOSE, as a backward pass computes it), twice;
+     * A is square, so B and C keep their descriptors */
+    {
+        double *reft = calloc((size_t)K * N, sizeof(double));
+        for (int r = 0; r < M; r++)
+            for (int p = hoff[r]; p < hoff[r + 1]; p++)
+                for (int j = 0; j < N; j++)
+                    reft[(size_t)hcol[p] * N + j] += (double)hval[p] * hB[(size_t)r * N + j];
+        const cusparseOperation_t T = CUSPARSE_OPERATION_TRANSPOSE;
+        for (int rep = 0; rep < 2; rep++) {
+            size_t bytes = 0;
+            void *buf = NULL;
+            CHECK_CUSPARSE(cusparseSpMM_bufferSize(handle, T, NT, &alpha, matA, matB, &beta,
+                                                   matC, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
+                                                   &bytes));
+            CHECK_CUDA(cudaMalloc(&buf, bytes ? bytes : 1));
+            CHECK_CUDA(cudaMemsetAsync(dC, 0xff, sizeof(float) * (size_t)M * N, stream));
+            CHECK_CUSPARSE(cusparseSpMM(handle, T, NT, &alpha, matA, matB, &beta, matC,
+                                        CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf));
+            CHECK_CUDA(cudaMemcpyAsync(hC, dC, sizeof(float) * (size_t)M * N,
+                                       cudaMemcpyDeviceToHost, stream));
+            CHECK_CUDA(cudaStreamSynchronize(stream));
+            report("spmm transposed A", relerr(hC, reft, (size_t)K * N));
+            CHECK_CUDA(cudaFree(buf));
+        }
+        free(reft);
+    }
+
     /* 4. SpMM captured into a graph (the plan exists from the calls above), replayed with
      * alpha = 2 (host pointer mode: the value is read at capture time, as in cuSPARSE). */
     {

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The interposer with real cuSPARSE work (GPU machine; skipped without a GPU): the sample
 # client passes alone, under the interposer with the automatic route, with the route forced to
-# the tensor cores (where the log must show them taken for the row-major SpMM, the captured
-# SpMM and the SDDMM, and cuSPARSE for column-major B/C, and late ordering's trial in the
+# the tensor cores (where the log must show them taken for the row-major SpMM, its transpose,
+# the captured SpMM and the SDDMM, and cuSPARSE for column-major B/C, and late ordering's trial in the
 # training loop deciding), and as a pass-through.
 set -u
 so=${TC_PRELOAD_SO:?} b=${TC_BUILDDIR:?}
@@ -29,6 +29,8 @@ grep -q 'cusparseSpMM -> cusparse (column-major B or C)' tc.err ||
 n=`grep -c 'cusparseSpMM -> tc_spmm' tc.err`
 test "$n" -ge 5 || err "forced route: $n tensor-core SpMM calls, expected 5"
 grep -q 'cusparseSDDMM -> tc_sddmm' tc.err || err "forced route: SDDMM not on tensor cores"
+grep -q 'cusparseSpMM(opA T, opB N) -> tc_spmm' tc.err ||
+  err "forced route: the transposed SpMM not on tensor cores"
 grep -q 'cusparseSpMM -> cusparse (pass-through)' cusparse.err || err "no pass-through"
 grep -q 'kept plan adopted by a new descriptor (checked on the device)' tc.err ||
   err "the plan of a destroyed descriptor was not reused"
