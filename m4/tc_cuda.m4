@@ -97,8 +97,9 @@ AC_DEFUN([TC_CUDA_ARCH], [
 AC_ARG_WITH([cuda-arch],
   [AS_HELP_STRING([--with-cuda-arch=LIST],
                   [GPU architectures to build, comma or space separated, e.g. "90,80";
-                   "native" or "all" are passed to nvcc -arch (default: 90)])],
-  [], [with_cuda_arch=90])
+                   "native" or "all" are passed to nvcc -arch (default: 80,86,89,90:
+                   A100, RTX 30xx/A40, RTX 40xx/L40, H100/H200, plus PTX for sm_90)])],
+  [], [with_cuda_arch=80,86,89,90])
 AC_MSG_CHECKING([nvcc target architectures])
 NVCC_ARCH_FLAGS=
 TC_CUDA_ARCH_SUMMARY=

@@ -323,10 +323,12 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     /* the automatic route measures the candidates on the executions, unless
      * TCSPARSE_X_CUSPARSE_ALG3 pins the algorithm of the operation's CSR_ALG3 row */
     const int alg3_pinned = alg3 != NULL && alg3_mode != TC_ALG3_MODEL;
-    /* the model was fitted on untransposed products: a transposed A's (whose cuSPARSE time
-     * it does not know) has every candidate measured */
+    /* the model was fitted on untransposed products on the H100: a transposed A's (whose
+     * cuSPARSE time it does not know), or any call on a GPU it was not fitted on, has every
+     * candidate measured */
+    const int unfitted = c->a_view || !tc_select_fitted(c->cc_major, c->cc_minor);
     if (route == TCSPARSE_ROUTE_AUTO && !alg3_pinned)
-        d->ncand = tc_select_explore_candidates(&cfg, &r, c->a_view ? 1e30 : tc_explore_factor(),
+        d->ncand = tc_select_explore_candidates(&cfg, &r, unfitted ? 1e30 : tc_explore_factor(),
                                                 d->cand, d->pred);
     return TCSPARSE_STATUS_SUCCESS;
 }

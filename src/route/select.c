@@ -223,6 +223,11 @@ int64_t tc_select_default_chunk_blocks(int64_t blocks, int sm_count)
  * resources"): SpMM TF32 64 (72 balanced), 3xTF32 93, 16-bit 90 registers, 5.4 KB shared;
  * SDDMM (the pipelined kernel, kernels/sddmm/sddmm_kernel_pipe.cuh) 4 warps, 6 blocks
  * (3xTF32: 5, by registers; 5 by shared memory from FP32 K > 160). */
+int tc_select_fitted(int cc_major, int cc_minor)
+{
+    return cc_major == 9 && cc_minor == 0;
+}
+
 int tc_select_h100_bps(int op, int prec, int warps, int balanced)
 {
     if (op == TC_SEL_OP_SDDMM)

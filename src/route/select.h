@@ -142,6 +142,12 @@ double tc_select_predict_cusparse(int op, int ab_bytes, const double *y);
 /* cuSPARSE CSR_ALG3 (SpMM, preprocessed), from the same features. */
 double tc_select_predict_cusparse_alg3(int ab_bytes, const double *y);
 
+/* Whether the cost model's coefficients were fitted on this compute capability (sm_90: the
+ * H100; the H200 shares its SMs).  Elsewhere the automatic route measures every candidate on
+ * the first executions of each kind of call instead of trusting the model's ranking
+ * (docs/selector.md, "Another GPU"). */
+int tc_select_fitted(int cc_major, int cc_minor);
+
 /* H100 occupancy assumed where the device's is unknown (no GPU: tests, refit). */
 int tc_select_h100_bps(int op, int prec, int warps, int balanced);
 

@@ -19,8 +19,8 @@ static tcsparseOrder_t tc_order_after(tcsparseOperation_t op, tcsparseOrder_t o)
  * and op(B) column-major, whatever the operations (a transposed operand is the other layout
  * over the same array).  No strided batch; A and B of one type the kernels take (SpMM FP32,
  * FP16, BF16; SDDMM FP32, FP16), C FP32 or that type, FP32 compute; the sparse matrix within
- * the plan's int32 indices; an sm_90 device.  The checks run in this order and the first
- * that fails gives the reason. */
+ * the plan's int32 indices; an sm_80 or newer device (mma.sync and cp.async).  The checks run in
+ * this order and the first that fails gives the reason. */
 static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
 {
     const int sddmm = c->op == TC_SEL_OP_SDDMM;
@@ -50,9 +50,9 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
     if (c->sp_nnz >= (1ll << 31) || prow >= (1ll << 31) - 16 || c->sp_rows >= (1ll << 31) ||
         c->sp_cols >= (1ll << 31))
         return snprintf(why, n, "matrix beyond the int32 tensor-core plan"), 0;
-    if (c->cc_major < 9)
-        return snprintf(why, n, "device is sm_%d%d; kernels are built for sm_90", c->cc_major,
-                        c->cc_minor), 0;
+    if (c->cc_major < 8)
+        return snprintf(why, n, "device is sm_%d%d; the tensor-core kernels need sm_80 or newer",
+                        c->cc_major, c->cc_minor), 0;
     return 1;
 }
 
@@ -77,11 +77,11 @@ static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
 #define TC_WHEN_SPMM_TC                                                                        \
     "A not transposed or transposed (the plan of its transpose), B not transposed; B, C "       \
     "row-major; no strided batch; A, B both FP32, FP16 or BF16, C FP32 or A's type, compute "   \
-    "FP32; op(A) rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
+    "FP32; op(A) rows < 2^31-16, columns and nonzeros < 2^31; sm_80+"
 #define TC_WHEN_SDDMM_TC                                                                       \
     "op(A) row-major, op(B) column-major (either may be a transposed operand in the other "    \
     "layout); no strided batch; A, B both FP32 or FP16, C FP32 or A's type, compute FP32; C "  \
-    "rows < 2^31-16, columns and nonzeros < 2^31; sm_90+"
+    "rows < 2^31-16, columns and nonzeros < 2^31; sm_80+"
 #define TC_WHEN_ALG3                                                                           \
     "ALG_DEFAULT asked; CSR A; A, B not transposed; A, B, C, compute FP32; B, C row-major; "   \
     "no strided batch; not through the interposer"

@@ -203,7 +203,8 @@ Test(route_eligible, checks_run_in_order)
     c.b_order = TCSPARSE_ORDER_COL;
     c.a_batch = 2;
     c.a_type = CUDA_R_64F;
-    c.cc_major = 8;
+    c.cc_major = 7;
+    c.cc_minor = 5;
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
     cr_expect_str_eq(why, "transposed B");
     c.opB = TCSPARSE_OPERATION_NON_TRANSPOSE;
@@ -221,22 +222,27 @@ Test(route_eligible, checks_run_in_order)
     cr_expect_str_eq(why, "matrix beyond the int32 tensor-core plan");
     c.sp_nnz = 100;
     walk(&c, why, sizeof why);
-    cr_expect_str_eq(why, "device is sm_80; kernels are built for sm_90");
+    cr_expect_str_eq(why, "device is sm_75; the tensor-core kernels need sm_80 or newer");
 }
 
 Test(route_eligible, older_device_keeps_csr_alg3)
 {
     char why[160];
     tc_route_call c = spmm_call();
-    c.cc_major = 8;
+    c.cc_major = 8; /* Ampere and Ada take the tensor cores */
     c.cc_minor = 6;
+    cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SPMM));
+    c.cc_minor = 0;
+    cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SPMM));
+    c.cc_major = 7; /* Turing: no TF32 mma.sync, no cp.async */
+    c.cc_minor = 5;
     cr_expect_eq(walk(&c, why, sizeof why),
                  bit(TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3) | bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
-    cr_expect_str_eq(why, "device is sm_86; kernels are built for sm_90");
+    cr_expect_str_eq(why, "device is sm_75; the tensor-core kernels need sm_80 or newer");
     /* not known yet (no cuSPARSE handle): refused as sm_00 */
     c.cc_major = c.cc_minor = 0;
     cr_expect(!tc_route_tc_ok(walk(&c, why, sizeof why), c.op));
-    cr_expect_str_eq(why, "device is sm_00; kernels are built for sm_90");
+    cr_expect_str_eq(why, "device is sm_00; the tensor-core kernels need sm_80 or newer");
 }
 
 Test(route_eligible, csr_alg3_only_for_fp32_csr_default_unbatched_direct_calls)
