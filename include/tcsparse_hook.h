@@ -64,6 +64,11 @@ tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route);
 /* *has_plan = 1 when the descriptor holds a tensor-core plan now (one built by an earlier
  * call, which later calls reuse): its own, or its transpose's (opA = TRANSPOSE). */
 tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, int *has_plan);
+/* *has_plan = 1 when the plan a call would use exists now: with transposed = 0 the
+ * descriptor's own (SpMM with opA = NON_TRANSPOSE, SDDMM), with transposed = 1 its
+ * transpose's (SpMM with opA = TRANSPOSE). */
+tcsparseStatus_t tc_hook_spmat_has_plan_for(tcsparseConstSpMatDescr_t spMatDescr, int transposed,
+                                            int *has_plan);
 
 /* A 64-bit fingerprint of what the descriptor's two structure arrays hold now (CSR/CSC:
  * offsets and indices; COO: row and column indices), computed on `stream` and waited for

@@ -203,6 +203,10 @@ struct tcsparseSpMatDescr {
     struct tcsparseSpMatDescr *tr;
     /* In a transposed view: the descriptor it views (whose guard vouches for its arrays). */
     struct tcsparseSpMatDescr *parent;
+    /* A plan build refused because the arrays no longer matched the armed guard's fingerprint
+     * (plan.c, tc_guard_vouches): that fingerprint and the structure's generation then. */
+    int guard_refused;
+    uint64_t guard_refused_fp, guard_refused_gen;
 };
 
 /* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every
@@ -216,6 +220,8 @@ struct tc_guard {
     const void *off, *idx;          /* the arrays checked, and their bytes */
     size_t off_bytes, idx_bytes;
     int device;                     /* where dev lives */
+    unsigned long long context;     /* tc_context_id() at allocation: after a device reset
+                                     * the memory is gone and only forgotten */
     /* Guarded executions on different streams must not overlap (one dev for all): each
      * records `done` on its stream, and one on another stream waits for it first. */
     cudaEvent_t done;

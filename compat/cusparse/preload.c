@@ -153,8 +153,11 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     tcsparseRoute_t route_now;
     const int route_auto = tc_hook_route(h, &route_now) == TCSPARSE_STATUS_SUCCESS &&
                            route_now == TCSPARSE_ROUTE_AUTO;
-    if (c->phase == TC_PH_EXEC && route_auto && tc_shim.measure && tc_shim_has_plan(e) &&
-        c->have_shape) {
+    /* the plan this call would run on: A's, or for opA = TRANSPOSE its transpose's (asked
+     * where it is needed: a renewed shadow has none) */
+    const int tr_call = !c->sddmm && c->opA == CUSPARSE_OPERATION_TRANSPOSE;
+    if (c->phase == TC_PH_EXEC && route_auto && tc_shim.measure && c->have_shape &&
+        tc_shim_has_plan_for(e, tr_call)) {
         /* the automatic route on a structure with a plan: the kind's measured choice */
         const int capturing = tc_shim_capturing();
         tc_choice *k = tc_choice_find(&e->choices, &c->shape, !capturing);
@@ -194,7 +197,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         /* PyTorch calls _preprocess before every product, on a new descriptor each time: a
          * structure with a plan needs nothing more from it (and an adopted plan no check), and
          * one without is converted only from its convert_after-th use, as on execution */
-        if (tc_shim_has_plan(e)) {
+        if (tc_shim_has_plan_for(e, tr_call)) {
             snprintf(why, wn, "the plan exists");
             goto out;
         }
@@ -238,7 +241,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
             goto out;
         }
     }
-    if (c->phase == TC_PH_EXEC && route_auto && !tc_shim_has_plan(e)) {
+    if (c->phase == TC_PH_EXEC && route_auto && !tc_shim_has_plan_for(e, tr_call)) {
         int n = tc_shim_seen_count(e);
         if (n < tc_shim.convert_after) {
             snprintf(why, wn, "use %d of this structure: a conversion would not pay off yet "

@@ -41,6 +41,14 @@ int tc_shim_has_plan(const tc_shim_spmat *e)
            tc_hook_spmat_has_plan(e->shadow, &has) == TCSPARSE_STATUS_SUCCESS && has;
 }
 
+int tc_shim_has_plan_for(const tc_shim_spmat *e, int transposed)
+{
+    int has = 0;
+    return e->shadow != NULL &&
+           tc_hook_spmat_has_plan_for(e->shadow, transposed, &has) == TCSPARSE_STATUS_SUCCESS &&
+           has;
+}
+
 /* ------------------------------------------------------------------ capture parking */
 
 /* Whether this thread's last routed call ran on a capturing stream.  Freeing a plan (or a
@@ -66,7 +74,10 @@ static void tc_spmat_free(tc_shim_spmat *e)
 {
     if (e == NULL)
         return;
-    if (e->shadow != NULL && tc_capture_seen && (tc_shim_has_plan(e) || e->guardable)) {
+    /* a plan, or the guard's memory (any fingerprinted shadow holds it), is freed with a
+     * synchronisation: parked while captures may be under way */
+    if (e->shadow != NULL && tc_capture_seen &&
+        (tc_shim_has_plan(e) || e->guardable || e->have_fp)) {
         e->key = NULL;
         e->next = tc_pending;
         tc_pending = e;

@@ -183,6 +183,8 @@ tc_shim_spmat *tc_shim_spmat_get(cusparseConstSpMatDescr_t d, const tc_spmat_sig
 int tc_shim_spmat_forget(const void *d, int orphan);
 /* Whether the shadow holds a tensor-core plan. */
 int tc_shim_has_plan(const tc_shim_spmat *e);
+/* The plan a call would use: the shadow's own (transposed = 0) or its transpose's. */
+int tc_shim_has_plan_for(const tc_shim_spmat *e, int transposed);
 /* An adopted plan is about to drive the tensor cores: 1 to go ahead; 0 when it was stale or
  * cannot be checked now (e->unverified then tells which). */
 int tc_shim_verify(tc_shim_spmat *e, cudaStream_t stream);

@@ -221,12 +221,16 @@ void tc_guard_free(struct tcsparseSpMatDescr *d)
     int cur = -1;
     const int switched = cudaGetDevice(&cur) == cudaSuccess && cur != g->device &&
                          cudaSetDevice(g->device) == cudaSuccess;
-    /* each freed on its own; a context already gone took them with it */
-    const int failed = (cudaFree(g->dev) != cudaSuccess) +
-                       (cudaFreeHost((void *)g->tripped) != cudaSuccess) +
-                       (cudaEventDestroy(g->done) != cudaSuccess);
-    if (failed)
-        (void)cudaGetLastError();
+    /* each freed on its own; a context that has ended took them with it, and their
+     * addresses may be another allocation's now: forgotten */
+    const unsigned long long ctx = tc_context_id();
+    if (g->context == 0 || ctx == 0 || ctx == g->context) {
+        const int failed = (cudaFree(g->dev) != cudaSuccess) +
+                           (cudaFreeHost((void *)g->tripped) != cudaSuccess) +
+                           (cudaEventDestroy(g->done) != cudaSuccess);
+        if (failed)
+            (void)cudaGetLastError();
+    }
     if (switched)
         (void)cudaSetDevice(cur);
     free(g);

@@ -70,6 +70,35 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+tcsparseStatus_t tc_hook_spmat_has_plan_for(tcsparseConstSpMatDescr_t spMatDescr, int transposed,
+                                            int *has_plan)
+{
+    tc_error_clear();
+    if (!tc_spmat_ok(spMatDescr))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_has_plan_for: spMatDescr is NULL or not a live sparse "
+                            "descriptor");
+    if (has_plan == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_has_plan_for: has_plan is NULL");
+    if (transposed != 0 && transposed != 1)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_spmat_has_plan_for: transposed is %d, not 0 or 1",
+                            transposed);
+    tc_spmat_lock(spMatDescr);
+    int has = 0;
+    if (!transposed) {
+        has = spMatDescr->plan != NULL;
+    } else if (spMatDescr->tr != NULL) {
+        tc_spmat_lock(spMatDescr->tr);
+        has = spMatDescr->tr->plan != NULL;
+        tc_spmat_unlock(spMatDescr->tr);
+    }
+    *has_plan = has;
+    tc_spmat_unlock(spMatDescr);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 /* The two structure arrays a fingerprint covers, and their bytes. */
 static void tc_struct_arrays(const struct tcsparseSpMatDescr *d, const void **off,
                              size_t *off_bytes, const void **idx, size_t *idx_bytes)
@@ -109,8 +138,21 @@ static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d, const char 
     g->tripped = h;
     *g->tripped = 0;
     g->host_fp = (unsigned long long *)h + 1;
+    g->context = tc_context_id();
     d->guard = g;
     return TCSPARSE_STATUS_SUCCESS;
+}
+
+/* Drops d->guard where its memory belonged to a CUDA context that has ended (a device reset
+ * freed it, and its addresses may be another allocation's now): the next use allocates it
+ * again. */
+static void tc_guard_drop_stale(struct tcsparseSpMatDescr *d)
+{
+    if (d->guard == NULL || d->guard->context == 0)
+        return;
+    const unsigned long long ctx = tc_context_id();
+    if (ctx != 0 && ctx != d->guard->context)
+        tc_guard_free(d); /* forgets, frees nothing of the old context */
 }
 
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
@@ -130,6 +172,7 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     int cur = -1;
     tc_spmat_lock(d); /* held throughout: the words are the descriptor's */
+    tc_guard_drop_stale(d);
     if (cudaGetDevice(&cur) != cudaSuccess) {
         (void)cudaGetLastError();
         st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
@@ -177,6 +220,7 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
     } else {
         int cur = -1;
         (void)cudaGetDevice(&cur);
+        tc_guard_drop_stale(d);
         if (d->guard != NULL && d->guard->device != cur)
             st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                               "tc_hook_spmat_guard: the guard was set up on device %d, not %d",

@@ -479,25 +479,6 @@ tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr
                             "the stream is capturing and the tensor-core plan is not built yet "
                             "(call _preprocess before the capture)");
     }
-    /* An armed guard (tc_hook_spmat_guard) vouches for the structure of its fingerprint: a
-     * plan built now (the first of a transposed view, or one rebuilt after an eviction) must
-     * be of that structure, or a later check that passes would vouch for a plan of another.
-     * Checked here, where the build synchronises anyway; a mismatch raises the trip word. */
-    const struct tcsparseSpMatDescr *gd = md->parent != NULL ? md->parent : md;
-    struct tc_guard *g = gd->guard;
-    if (g != NULL && g->armed && g->gen == gd->struct_gen) {
-        uint64_t fp = 0;
-        if (tc_fingerprint_arrays(g->off, g->off_bytes, g->idx, g->idx_bytes, h->stream,
-                                  &g->dev->fp, g->host_fp, &fp) != 0)
-            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                                "the guarded structure could not be checked before a plan build");
-        if (fp != g->fp) {
-            *g->tripped = 1;
-            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                                "the guarded descriptor's arrays hold another structure than its "
-                                "fingerprint: no plan is built");
-        }
-    }
     tc_plan_drop(md);
     md->plan_refused = 0;
     /* late ordering decided for an ordered plan: a rebuild (eviction, another device) builds
@@ -538,13 +519,50 @@ void tc_plan_discard(struct tc_plan *p)
     tc_plan_free(p);
 }
 
+/* An armed guard (tc_hook_spmat_guard, on md or, for a transposed view, on the descriptor it
+ * views) vouches for the structure of its fingerprint: a plan built now (the first of a
+ * transposed view, one rebuilt after an eviction, late ordering's second plan) must be of
+ * that structure, or a later check that passes would vouch for a plan of another.  Checked
+ * where the build synchronises anyway; a mismatch raises the trip word and is remembered
+ * (against the fingerprint and the structure's generation), so that later calls do not
+ * check and synchronise again.  NOT_SUPPORTED (with a message) refuses the build. */
+static tcsparseStatus_t tc_guard_vouches(tcsparseHandle_t h, struct tcsparseSpMatDescr *md)
+{
+    const struct tcsparseSpMatDescr *gd = md->parent != NULL ? md->parent : md;
+    struct tc_guard *g = gd->guard;
+    if (g == NULL || !g->armed || g->gen != gd->struct_gen)
+        return TCSPARSE_STATUS_SUCCESS;
+    if (md->guard_refused && md->guard_refused_fp == g->fp &&
+        md->guard_refused_gen == gd->struct_gen)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the guarded descriptor's arrays held another structure than its "
+                            "fingerprint: no plan is built");
+    uint64_t fp = 0;
+    if (tc_fingerprint_arrays(g->off, g->off_bytes, g->idx, g->idx_bytes, h->stream,
+                              &g->dev->fp, g->host_fp, &fp) != 0)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the guarded structure could not be checked before a plan build");
+    if (fp != g->fp) {
+        *g->tripped = 1;
+        md->guard_refused = 1;
+        md->guard_refused_fp = g->fp;
+        md->guard_refused_gen = gd->struct_gen;
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the guarded descriptor's arrays hold another structure than its "
+                            "fingerprint: no plan is built");
+    }
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 /* Builds a plan of d (late_ordering: late ordering's plan in that ordering, TC_ORD_*; 0: the
  * descriptor's own setting) outside the cache. */
 static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
                                       int late_ordering, struct tc_plan **out)
 {
     const struct tcsparseSpMatDescr *d = md;
-    tcsparseStatus_t st;
+    tcsparseStatus_t st = tc_guard_vouches(h, md);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     struct tc_plan *p = calloc(1, sizeof *p);
     if (p == NULL)
         return tc_error_set(TCSPARSE_STATUS_ALLOC_FAILED, "tensor-core plan: out of host memory");

@@ -32,9 +32,9 @@ static const tc_measured *tc_measured_find(tcsparseHandle_t h, const struct tc_p
 
 /* The descriptor whose plan serves the call: A's own, or for opA = TRANSPOSE its transposed
  * view (plan.h), locked here and unlocked by tc_spmm_view_done.  NULL leaves a transposed
- * call to cuSPARSE: out of host memory, or a guarded A (tc_hook_spmat_guard) with BF16 C,
- * where the guard's fallback (atomic sums into C, one rounding per nonzero) could exceed
- * BF16's bound. */
+ * call to cuSPARSE: out of host memory, or a guarded A (tc_hook_spmat_guard) with FP16 or
+ * BF16 C, where the guard's fallback (atomic sums into C, one rounding per nonzero) would
+ * lose the terms of long columns. */
 static struct tcsparseSpMatDescr *tc_spmm_view(tcsparseHandle_t h, tcsparseOperation_t opA,
                                                tcsparseConstSpMatDescr_t A,
                                                tcsparseConstDnMatDescr_t C)
@@ -45,7 +45,7 @@ static struct tcsparseSpMatDescr *tc_spmm_view(tcsparseHandle_t h, tcsparseOpera
     if (tc_route_effective(h) == TCSPARSE_ROUTE_CUSPARSE)
         return NULL;
     const struct tc_guard *g = A->guard;
-    if (g != NULL && g->armed && g->gen == A->struct_gen && C->value_type == CUDA_R_16BF)
+    if (g != NULL && g->armed && g->gen == A->struct_gen && C->value_type != CUDA_R_32F)
         return NULL;
     struct tcsparseSpMatDescr *t = tc_plan_transposed(md);
     if (t != NULL)
@@ -406,23 +406,27 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tc_decision d;
     tc_route_call call;
     struct tc_plan *plan;
-    /* the plans are a cache: A's, or its transposed view's for opA = TRANSPOSE */
+    /* the plans are a cache: A's, or its transposed view's for opA = TRANSPOSE; a transposed
+     * call without its view (cuSPARSE's) takes no part in A's late ordering */
     struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C);
-    struct tcsparseSpMatDescr *md = P != NULL ? P : (struct tcsparseSpMatDescr *)A;
+    struct tcsparseSpMatDescr *md = P; /* NULL (only for opA = TRANSPOSE): no late ordering */
     const tc_call_kind k = tc_spmm_kind(h, B, C);
-    tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
+    if (md != NULL)
+        tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
     tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        tc_late_end(h, md, NULL, &k, &d, st);
+        if (md != NULL)
+            tc_late_end(h, md, NULL, &k, &d, st);
         tc_spmm_view_done(A, P);
         return st;
     }
     /* the measurement's CSR_ALG3 candidate runs where the row takes the call */
     tc_spmm_call ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer,
                         tc_route_row_eligible(tc_route_row_of(TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3),
-                                              &call), md};
+                                              &call), P != NULL ? P : A};
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
-    tc_late_end(h, md, plan, &k, &d, st);
+    if (md != NULL)
+        tc_late_end(h, md, plan, &k, &d, st);
     tc_spmm_view_done(A, P);
     return st;
 }

@@ -306,16 +306,17 @@ Test(gpu_guard, transposed_fp32_balanced)
     guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_TC_BALANCED, 0, 1);
 }
 
-Test(gpu_guard, transposed_f16_base_64bit)
+Test(gpu_guard, transposed_tf32_base_64bit)
 {
     TC_REQUIRE_GPU();
-    guard_round(1, CUDA_R_16F, TCSPARSE_ROUTE_TC_BASE, 0, 1);
+    guard_round(1, CUDA_R_32F, TCSPARSE_ROUTE_TC_BASE, 1, 1);
 }
 
 /* Plans built while a guard is armed must be of the guarded structure: a transposed view
  * planned first while the arrays hold another structure is refused (cuSPARSE computes the
- * call from the arrays, and the trip word rises); a guarded transposed product with BF16 C
- * goes to cuSPARSE (the fallback's atomic BF16 sums would exceed the bound). */
+ * call from the arrays, and the trip word rises); a guarded transposed product with 16-bit C
+ * goes to cuSPARSE (the fallback's atomic 16-bit sums would lose the terms of long
+ * columns). */
 Test(gpu_guard, transposed_plan_built_under_guard)
 {
     TC_REQUIRE_GPU();
@@ -362,6 +363,12 @@ Test(gpu_guard, transposed_plan_built_under_guard)
         cr_expect_leq(check_c(&gt, 1.0, 0.5), t == CUDA_R_32F ? 1e-5 : 2e-2,
                       "the transposed product of the arrays' structure");
         cr_expect_eq(tripped(A), !bf16, "the refused build raised the trip word");
+        reset_c(&gt, 1); /* again: the refusal is remembered, the product still right */
+        spmm_path(h, &gt, A, 1.0f, 0.0f, 0, kernel, sizeof kernel, &path);
+        cr_expect_eq(path, TCSPARSE_PATH_CUSPARSE, "a second call on the refused view: %s",
+                     kernel);
+        cr_expect_leq(check_c(&gt, 1.0, 0.0), t == CUDA_R_32F ? 1e-5 : 2e-2,
+                      "the second transposed product, beta 0 over NaN");
         cudaFree(gt.d_B), cudaFree(gt.d_C), free(gt.h_B), free(gt.h_C0);
         tcsparseDestroySpMat(A);
         tcsparseDestroy(h);

@@ -104,6 +104,19 @@ Test(hook, has_plan_checks)
     cr_expect_eq(has, -1, "a refused call wrote its output");
     cr_expect_eq(tc_hook_spmat_has_plan(d, &has), TCSPARSE_STATUS_SUCCESS);
     cr_expect_eq(has, 0, "a new descriptor has no plan");
+    /* the plan of one operation: the descriptor's own, or its transpose's */
+    has = -1;
+    cr_expect_eq(tc_hook_spmat_has_plan_for(NULL, 0, &has), TCSPARSE_STATUS_INVALID_VALUE);
+    expect_message("tc_hook_spmat_has_plan_for: spMatDescr");
+    cr_expect_eq(tc_hook_spmat_has_plan_for(d, 0, NULL), TCSPARSE_STATUS_INVALID_VALUE);
+    expect_message("has_plan is NULL");
+    cr_expect_eq(tc_hook_spmat_has_plan_for(d, 2, &has), TCSPARSE_STATUS_INVALID_VALUE);
+    expect_message("transposed is 2, not 0 or 1");
+    cr_expect_eq(has, -1, "a refused call wrote its output");
+    for (int t = 0; t < 2; t++) {
+        cr_expect_eq(tc_hook_spmat_has_plan_for(d, t, &has), TCSPARSE_STATUS_SUCCESS);
+        cr_expect_eq(has, 0, "a new descriptor has no plan (transposed %d)", t);
+    }
     cr_expect_eq(tcsparseDestroySpMat(d), TCSPARSE_STATUS_SUCCESS);
 }
 
