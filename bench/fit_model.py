@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Refits the selector's cost model (src/route/select.c) to the H100 measurements in docs/results.
+"""Refits the selector's cost model (src/route/select.c) to one GPU's measurements in docs/results.
 
 usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--threshold T]
                     [--margin M] [--alg3-max-us U] [--alg3-margin A] [-v]
+                    [--arch CC --gpu TEXT --sm N --spmm-files F,... --sddmm-files F,...]
 
   --build DIR   build directory holding bench/tcsparse-select-features and
                 tools/tcsparse-inspect (default: the current directory)
@@ -17,6 +18,14 @@ usage: fit_model.py [--build DIR] [--data DIR] [--update] [--compiled] [--thresh
   --alg3-max-us, --alg3-margin
                 the cuSPARSE route's CSR_ALG3 rule to evaluate (default: TC_SEL_ALG3_MAX_US
                 and TC_SEL_ALG3_MARGIN of src/route/select.h)
+  --arch CC     the GPU's compute capability x 10, the coefficient set fitted, evaluated
+                (--compiled) or rewritten (--update); the other sets are kept (default 90)
+  --gpu TEXT    the set's description (default: "H100 80GB HBM3, 132 SMs" for 90)
+  --sm N        the GPU's SMs, for the schedule simulation's features (default 132)
+  --spmm-files, --sddmm-files
+                the result files (in docs/results) of that GPU, comma separated (default:
+                the H100's, listed below); every run in them is taken as made with the
+                current kernels
 
 Steps: (1) the ME-TCF statistics of every input of the CSV files, computed on the CPU by
 tcsparse-inspect and cached in bench/stats.csv (inputs already there are not recomputed);
@@ -141,9 +150,9 @@ def config_line(op, key, st):
     return ' '.join(str(int(float(v))) for v in vals)
 
 
-def features(build, lines):
+def features(build, lines, arch):
     exe = os.path.join(build, 'bench', 'tcsparse-select-features')
-    out = subprocess.run([exe], input='\n'.join(lines) + '\n', check=True, capture_output=True,
+    out = subprocess.run([exe, str(arch)], input='\n'.join(lines) + '\n', check=True, capture_output=True,
                          text=True).stdout.split('\n')
     res = []
     for l in out:
@@ -237,34 +246,71 @@ def rel_err(rows, c):
 
 
 def header_value(name):
-    for l in open(os.path.join(SRC, 'src', 'select.h')):
+    for l in open(os.path.join(SRC, 'src', 'route', 'select.h')):
         m = re.match(r'#define\s+%s\s+([0-9.]+)' % name, l)
         if m:
             return float(m.group(1))
     return None
 
 
-def compiled_block(name):
-    """The rows of one coefficient array in src/route/select.c."""
-    src = open(os.path.join(SRC, 'src', 'select.c')).read()
-    a = src.index('static const double %s[' % name)
-    body = src[src.index('{', src.index('=', a)) + 1:src.index('};', a)]
-    return [[float(x) for x in row.split(',')] for row in re.findall(r'\{([^{}]*)\}', body)]
+SELECT_C = os.path.join(SRC, 'src', 'route', 'select.c')
+# The fields of a coefficient set (tc_coef_set in src/route/select.c), their rows and comments.
+FIELDS = [('tc_spmm', 'tensor cores, SpMM: 3xTF32, TF32, 16-bit'),
+          ('cu_spmm', 'cuSPARSE SpMM: 32-bit, 16-bit'),
+          ('cu3_spmm', 'cuSPARSE CSR_ALG3: 32-bit, 16-bit'),
+          ('tc_sddmm', 'tensor cores, SDDMM: 3xTF32, TF32, 16-bit'),
+          ('cu_sddmm', 'cuSPARSE SDDMM: 32-bit, 16-bit')]
+SET_RE = re.compile(r'/\* sm_(\d+): (.*?) \*/\nstatic const tc_coef_set tc_coef_sm\d+ = \{\n(.*?)\n\};\n',
+                    re.S)
 
 
-def fmt_block(name, coefs, comment):
-    s = 'static const double %s[%d][%s] = { /* %s */\n' % (
-        name, len(coefs), 'TC_SEL_NX' if len(coefs[0]) == NX else 'TC_SEL_NY', comment)
-    for c in coefs:
-        s += '    {' + ', '.join('%.6g' % v for v in c) + '},\n'
+def coef_block(src):
+    """(start, end) of the text between the BEGIN and END lines of select.c."""
+    a = src.index('/* BEGIN COEFFICIENTS')
+    return src.index('\n', a) + 1, src.index('/* END COEFFICIENTS */')
+
+
+def compiled_sets():
+    """{arch: (description, {field: rows})} of the sets in src/route/select.c."""
+    src = open(SELECT_C).read()
+    a, b = coef_block(src)
+    sets = {}
+    for m in SET_RE.finditer(src[a:b]):
+        body, fields = m.group(3), {}
+        for name, _ in FIELDS:
+            i = body.index('.%s = {' % name)
+            j = body.index('\n    },', i)
+            fields[name] = [[float(x) for x in row.split(',')]
+                            for row in re.findall(r'\{([^{}]*)\}', body[i + len(name) + 5:j])]
+        sets[int(m.group(1))] = (m.group(2), fields)
+    return sets
+
+
+def fmt_set(arch, desc, fields):
+    s = '/* sm_%d: %s */\nstatic const tc_coef_set tc_coef_sm%d = {\n    .cc = %d,\n' % (
+        arch, desc, arch, arch)
+    for name, comment in FIELDS:
+        s += '    /* %s */\n    .%s = {\n' % (comment, name)
+        for c in fields[name]:
+            s += '        {' + ', '.join('%.6g' % v for v in c) + '},\n'
+        s += '    },\n'
     return s + '};\n'
+
+
+def fmt_sets(sets):
+    """The whole block: the sets, newest architecture first, and their list."""
+    archs = sorted(sets, reverse=True)
+    text = ''.join(fmt_set(a, sets[a][0], sets[a][1]) for a in archs)
+    return text + 'static const tc_coef_set *const tc_coef_sets[] = {%s};\n' % ', '.join(
+        '&tc_coef_sm%d' % a for a in archs)
 
 
 def main():
     args = sys.argv[1:]
-    global ALG3_MARGIN, ALG3_MAX_US
+    global ALG3_MARGIN, ALG3_MAX_US, SM, SPMM_PIPE_RULE, SPMM_CURRENT_BALANCED
     opt = {'--build': '.', '--data': None, '--threshold': None, '--margin': None,
-           '--alg3-margin': None, '--alg3-max-us': None}
+           '--alg3-margin': None, '--alg3-max-us': None, '--arch': '90', '--gpu': None,
+           '--sm': None, '--spmm-files': None, '--sddmm-files': None}
     flags = set()
     i = 0
     while i < len(args):
@@ -277,6 +323,21 @@ def main():
         else:
             sys.exit(__doc__)
     build = opt['--build']
+    arch = int(opt['--arch'])
+    compiled = compiled_sets()
+    gpu = opt['--gpu'] or (compiled[arch][0] if arch in compiled else None)
+    if gpu is None:
+        sys.exit('fit_model.py: --gpu TEXT describes the new set for sm_%d' % arch)
+    SM = int(opt['--sm'] or SM)
+    spmm_files, sddmm_files = SPMM_FILES, SDDMM_FILES
+    if opt['--spmm-files'] or opt['--sddmm-files']:
+        if not (opt['--spmm-files'] and opt['--sddmm-files']):
+            sys.exit('fit_model.py: --spmm-files and --sddmm-files go together')
+        spmm_files = opt['--spmm-files'].split(',')
+        sddmm_files = opt['--sddmm-files'].split(',')
+        SPMM_PIPE_RULE = SPMM_CURRENT_BALANCED = set(spmm_files)
+    if '--compiled' in flags and arch not in compiled:
+        sys.exit('fit_model.py: src/route/select.c has no set for sm_%d' % arch)
     data = opt['--data'] or next((d for d in (os.environ.get('TC_DATA_DIR', ''),
                                               os.path.join(SRC, '..', 'shared', 'data'))
                                   if d and os.path.isdir(d)), '.')
@@ -286,15 +347,15 @@ def main():
     margins = {0: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN')),
                1: float(opt['--margin'] or header_value('TC_SEL_GAIN_MARGIN_SDDMM'))}
 
-    ops = {0: ('SpMM', load_runs(SPMM_FILES, 'N'), 'cusparse-default'),
-           1: ('SDDMM', load_runs(SDDMM_FILES, 'K'), 'cusparse')}
+    ops = {0: ('SpMM', load_runs(spmm_files, 'N'), 'cusparse-default'),
+           1: ('SDDMM', load_runs(sddmm_files, 'K'), 'cusparse')}
     inputs = sorted({k[0] for _, runs, _ in ops.values() for k in runs})
     stats = compute_stats(inputs, build, data)
 
-    blocks = []
+    fields = {}
     for op, (opname, runs, cuname) in ops.items():
         keys = sorted(runs)
-        feats = features(build, [config_line(op, k, stats[k[0]]) for k in keys])
+        feats = features(build, [config_line(op, k, stats[k[0]]) for k in keys], arch)
         tc_rows = {p: [] for p in range(3)}
         cu_rows = {4: [], 2: []}
         cu3_rows = {4: [], 2: []}  # SpMM: cuSPARSE CSR_ALG3 (preprocessed), same features
@@ -333,13 +394,12 @@ def main():
             cu_coef[2] = cu_coef[4]
         if '--compiled' in flags:
             pre = 'spmm' if op == 0 else 'sddmm'
-            tc_coef = compiled_block('tc_coef_' + pre)
-            cu = compiled_block('cu_coef_' + pre)
-            cu_coef = {4: cu[0], 2: cu[1]}
+            cset = compiled[arch][1]
+            tc_coef = cset['tc_' + pre]
+            cu_coef = {4: cset['cu_' + pre][0], 2: cset['cu_' + pre][1]}
             if op == 0:
-                c3 = compiled_block('cu3_coef_spmm')
-                cu3_coef = {4: c3[0], 2: c3[1]}
-            print('  (--compiled: the coefficients of src/route/select.c, not a fit)')
+                cu3_coef = {4: cset['cu3_spmm'][0], 2: cset['cu3_spmm'][1]}
+            print('  (--compiled: the sm_%d coefficients of src/route/select.c, not a fit)' % arch)
         print('== %s: %d cases' % (opname, len(cases)))
         for p, name in enumerate(('3xtf32', 'tf32', '16-bit')):
             if tc_rows[p]:
@@ -410,11 +470,10 @@ def main():
                 print('    worst: %.2f %s %s %s -> %s (base %.1f bal %.1f cu %.1f us; pred tc %.1f cu %.1f, ratio %.2f)' % (
                     r, c[0][0], c[0][1], c[0][2], path, c[3], c[4], c[5], *route(c)[1:], c[2]['ratio']))
         pre = 'spmm' if op == 0 else 'sddmm'
-        blocks.append(fmt_block('tc_coef_' + pre, tc_coef, '3xTF32, TF32, 16-bit'))
-        blocks.append(fmt_block('cu_coef_' + pre, [cu_coef[4], cu_coef[2]], '32-bit, 16-bit'))
+        fields['tc_' + pre] = tc_coef
+        fields['cu_' + pre] = [cu_coef[4], cu_coef[2]]
         if op == 0:
-            blocks.append(fmt_block('cu3_coef_spmm', [cu3_coef[4], cu3_coef[2]],
-                                    'cuSPARSE CSR_ALG3: 32-bit, 16-bit'))
+            fields['cu3_spmm'] = [cu3_coef[4], cu3_coef[2]]
             # against the best cuSPARSE algorithm (ALG_DEFAULT or CSR_ALG3, the small suite's goal)
             vs = {}
             for c in cases:
@@ -431,17 +490,16 @@ def main():
                 print('    %-6s %5d cases  geomean %.3f  <=1.00 %d  <=1.05 %d  worst %.2f' % (
                     g, len(rr), geo(rr), sum(r <= 1.0 for r in rr), sum(r <= 1.05 for r in rr), max(rr)))
 
-    text = ''.join(blocks)
     if '--update' in flags:
-        path = os.path.join(SRC, 'src', 'select.c')
-        src = open(path).read()
-        a = src.index('/* BEGIN COEFFICIENTS')
-        a = src.index('\n', a) + 1
-        b = src.index('/* END COEFFICIENTS */')
-        open(path, 'w').write(src[:a] + text + src[b:])
-        print('updated %s (rebuild, then rerun to see the compiled-in model agree)' % path)
+        sets = {a: v for a, v in compiled.items()}
+        sets[arch] = (gpu, fields)
+        src = open(SELECT_C).read()
+        a, b = coef_block(src)
+        open(SELECT_C, 'w').write(src[:a] + fmt_sets(sets) + src[b:])
+        print('updated the sm_%d set of %s (rebuild, then rerun to see the compiled-in model '
+              'agree)' % (arch, SELECT_C))
     else:
-        print(text)
+        print(fmt_set(arch, gpu, fields))
 
 
 if __name__ == '__main__':

@@ -190,6 +190,7 @@ static void tc_spmm_select(tcsparseHandle_t h, const tc_route_call *c, const str
     cfg->ab_bytes = (int)tc_dtype_size(c->a_type);
     cfg->c_bytes = (int)tc_dtype_size(c->c_type);
     cfg->sm_count = h->sm_count;
+    cfg->cc = h->cc_major * 10 + h->cc_minor;
     cfg->chunk_blocks = plan->chunk_blocks;
     cfg->alg3_ok = alg3_ok;
     int warps = 0, bps = 0;
@@ -223,6 +224,7 @@ static void tc_sddmm_select(tcsparseHandle_t h, const tc_route_call *c, const st
     cfg->ab_bytes = (int)tc_dtype_size(c->a_type);
     cfg->c_bytes = (int)tc_dtype_size(c->c_type);
     cfg->sm_count = h->sm_count;
+    cfg->cc = h->cc_major * 10 + h->cc_minor;
     cfg->warps = 4;
     cfg->slices = 1;
     cfg->chunk_blocks = plan->chunk_blocks;

@@ -20,39 +20,76 @@
 #define TC_SEL_SPLIT_OVERHEAD 2.0
 
 /* ---- coefficients ------------------------------------------------------------------------
- * Fitted on the H100 (132 SMs) measurements in docs/results (CSV files) by bench/fit_model.py:
- * relative least squares with non-negative coefficients, predictions in microseconds.
- * Refit (from the build directory, after `make`; statistics cached in bench/stats.csv):
+ * One set per GPU the model was fitted on, by bench/fit_model.py from measurements of that GPU
+ * (CSV files in docs/results): relative least squares with non-negative coefficients,
+ * predictions in microseconds.  Refit (from the build directory, after `make`; statistics
+ * cached in bench/stats.csv; docs/selector.md, "Another GPU"):
  *     python3 bench/fit_model.py --build . --update
- * which rewrites the block between the BEGIN/END lines below (without --update it prints it).
+ * which rewrites its GPU's set between the BEGIN/END lines below, keeping the others (without
+ * --update it prints it).  A GPU without a set of its own is predicted with the first set
+ * (tc_select_fitted says so; the route then measures every candidate).
  * Features (tc_sel_features): tensor cores x = [1, makespan/1e3, makespan*slice/128/1e3,
  * B MB, C MB, A MB, atomic MB, second launch]; cuSPARSE y = [1, distinct B MB, re-read B MB,
  * C MB, A MB, longest window's columns x N / 1e6]
  * (SDDMM: B MB, A MB, C and index MB in place of B, C, A; see docs/selector.md). */
+typedef struct {
+    int cc;                           /* compute capability x 10 (90: sm_90) */
+    double tc_spmm[3][TC_SEL_NX];     /* by TC_SEL_P_*: 3xTF32, TF32, 16-bit */
+    double cu_spmm[2][TC_SEL_NY];     /* 32-bit, 16-bit */
+    double cu3_spmm[2][TC_SEL_NY];    /* cuSPARSE CSR_ALG3: 32-bit, 16-bit */
+    double tc_sddmm[3][TC_SEL_NX];
+    double cu_sddmm[2][TC_SEL_NY];
+} tc_coef_set;
 /* BEGIN COEFFICIENTS (bench/fit_model.py) */
-static const double tc_coef_spmm[3][TC_SEL_NX] = { /* 3xTF32, TF32, 16-bit */
-    {6.84621, 483.001, 0, 0.0944163, 0.303866, 1.08846, 0, 4.67397},
-    {5.7106, 675.301, 0, 0.0507521, 0.420758, 0.823957, 0, 4.35399},
-    {7.59794, 406.351, 0, 0, 0.350695, 1.72855, 2.65072, 5.40083},
+/* sm_90: H100 80GB HBM3, 132 SMs */
+static const tc_coef_set tc_coef_sm90 = {
+    .cc = 90,
+    /* tensor cores, SpMM: 3xTF32, TF32, 16-bit */
+    .tc_spmm = {
+        {6.84621, 483.001, 0, 0.0944163, 0.303866, 1.08846, 0, 4.67397},
+        {5.7106, 675.301, 0, 0.0507521, 0.420758, 0.823957, 0, 4.35399},
+        {7.59794, 406.351, 0, 0, 0.350695, 1.72855, 2.65072, 5.40083},
+    },
+    /* cuSPARSE SpMM: 32-bit, 16-bit */
+    .cu_spmm = {
+        {18.6472, 0.0834671, 0.0629586, 0.811059, 3.57246, 1.13035},
+        {21.1635, 0.0625414, 0, 1.06642, 7.6148, 0},
+    },
+    /* cuSPARSE CSR_ALG3: 32-bit, 16-bit */
+    .cu3_spmm = {
+        {9.74843, 0.104315, 0.0619474, 1.20528, 1.00691, 7.04311},
+        {8.28733, 0.0877522, 0, 1.69887, 2.2219, 104.758},
+    },
+    /* tensor cores, SDDMM: 3xTF32, TF32, 16-bit */
+    .tc_sddmm = {
+        {8.87904, 102.317, 323.497, 0.144448, 0.492375, 0.214915, 0, 0},
+        {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
+        {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
+    },
+    /* cuSPARSE SDDMM: 32-bit, 16-bit */
+    .cu_sddmm = {
+        {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
+        {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
+    },
 };
-static const double cu_coef_spmm[2][TC_SEL_NY] = { /* 32-bit, 16-bit */
-    {18.6472, 0.0834671, 0.0629586, 0.811059, 3.57246, 1.13035},
-    {21.1635, 0.0625414, 0, 1.06642, 7.6148, 0},
-};
-static const double cu3_coef_spmm[2][TC_SEL_NY] = { /* cuSPARSE CSR_ALG3: 32-bit, 16-bit */
-    {9.74843, 0.104315, 0.0619474, 1.20528, 1.00691, 7.04311},
-    {8.28733, 0.0877522, 0, 1.69887, 2.2219, 104.758},
-};
-static const double tc_coef_sddmm[3][TC_SEL_NX] = { /* 3xTF32, TF32, 16-bit */
-    {8.87904, 102.317, 323.497, 0.144448, 0.492375, 0.214915, 0, 0},
-    {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
-    {8.69569, 81.3074, 191.812, 0.131348, 0.470634, 0.0879838, 0, 0},
-};
-static const double cu_coef_sddmm[2][TC_SEL_NY] = { /* 32-bit, 16-bit */
-    {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
-    {7.19172, 0.192978, 0.0192732, 1.77169, 0.483406, 40.2498},
-};
+static const tc_coef_set *const tc_coef_sets[] = {&tc_coef_sm90};
 /* END COEFFICIENTS */
+
+/* The set fitted on compute capability cc (x 10), or NULL. */
+static const tc_coef_set *tc_coef_exact(int cc)
+{
+    for (size_t i = 0; i < sizeof tc_coef_sets / sizeof tc_coef_sets[0]; i++)
+        if (tc_coef_sets[i]->cc == cc)
+            return tc_coef_sets[i];
+    return NULL;
+}
+
+/* The set that predicts for cc: its own, else the first (0: not known). */
+static const tc_coef_set *tc_coef_for(int cc)
+{
+    const tc_coef_set *s = tc_coef_exact(cc);
+    return s != NULL ? s : tc_coef_sets[0];
+}
 
 /* ---- schedule simulation ------------------------------------------------------------- */
 
@@ -225,7 +262,7 @@ int64_t tc_select_default_chunk_blocks(int64_t blocks, int sm_count)
  * (3xTF32: 5, by registers; 5 by shared memory from FP32 K > 160). */
 int tc_select_fitted(int cc_major, int cc_minor)
 {
-    return cc_major == 9 && cc_minor == 0;
+    return tc_coef_exact(cc_major * 10 + cc_minor) != NULL;
 }
 
 int tc_select_h100_bps(int op, int prec, int warps, int balanced)
@@ -253,22 +290,24 @@ static double tc_sel_dot(const double *c, const double *x, int n)
     return t;
 }
 
-double tc_select_predict_tc(int op, int prec, const double *x)
+double tc_select_predict_tc(int cc, int op, int prec, const double *x)
 {
+    const tc_coef_set *k = tc_coef_for(cc);
     prec = prec < 0 || prec >= TC_SEL_NPREC ? TC_SEL_P_3XTF32 : prec;
-    return tc_sel_dot(op == TC_SEL_OP_SDDMM ? tc_coef_sddmm[prec] : tc_coef_spmm[prec], x,
+    return tc_sel_dot(op == TC_SEL_OP_SDDMM ? k->tc_sddmm[prec] : k->tc_spmm[prec], x,
                       TC_SEL_NX);
 }
 
-double tc_select_predict_cusparse(int op, int ab_bytes, const double *y)
+double tc_select_predict_cusparse(int cc, int op, int ab_bytes, const double *y)
 {
+    const tc_coef_set *k = tc_coef_for(cc);
     const int c = ab_bytes == 2;
-    return tc_sel_dot(op == TC_SEL_OP_SDDMM ? cu_coef_sddmm[c] : cu_coef_spmm[c], y, TC_SEL_NY);
+    return tc_sel_dot(op == TC_SEL_OP_SDDMM ? k->cu_sddmm[c] : k->cu_spmm[c], y, TC_SEL_NY);
 }
 
-double tc_select_predict_cusparse_alg3(int ab_bytes, const double *y)
+double tc_select_predict_cusparse_alg3(int cc, int ab_bytes, const double *y)
 {
-    return tc_sel_dot(cu3_coef_spmm[ab_bytes == 2], y, TC_SEL_NY);
+    return tc_sel_dot(tc_coef_for(cc)->cu3_spmm[ab_bytes == 2], y, TC_SEL_NY);
 }
 
 /* Distinct (window, column) pairs: the B rows ME-TCF fetches.  Every non-empty window's last
@@ -358,7 +397,7 @@ static int same_config(const tc_sel_config *a, const tc_sel_config *b)
            a->c_bytes == b->c_bytes && a->sm_count == b->sm_count &&
            a->bps_base == b->bps_base && a->bps_balanced == b->bps_balanced &&
            a->warps == b->warps && a->slices == b->slices && a->chunk_blocks == b->chunk_blocks &&
-           a->alg3_ok == b->alg3_ok;
+           a->alg3_ok == b->alg3_ok && a->cc == b->cc;
 }
 
 int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_sel_result *r)
@@ -394,14 +433,14 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
     r->balance_ratio = r->mk_balanced > 0.0 ? r->mk_base / r->mk_balanced : 1.0;
     r->balanced = r->balance_ratio > TC_SEL_BALANCE_THRESHOLD;
     tc_sel_features(s, c, &p, ch, r);
-    r->us_base = tc_select_predict_tc(c->op, c->prec, r->x_base);
-    r->us_balanced = tc_select_predict_tc(c->op, c->prec, r->x_balanced);
-    r->us_cusparse_default = tc_select_predict_cusparse(c->op, c->ab_bytes, r->y_cusparse);
+    r->us_base = tc_select_predict_tc(c->cc, c->op, c->prec, r->x_base);
+    r->us_balanced = tc_select_predict_tc(c->cc, c->op, c->prec, r->x_balanced);
+    r->us_cusparse_default = tc_select_predict_cusparse(c->cc, c->op, c->ab_bytes, r->y_cusparse);
     r->us_cusparse = r->us_cusparse_default;
     r->us_cusparse_alg3 = -1.0;
     if (c->op == TC_SEL_OP_SPMM && c->alg3_ok && c->ab_bytes == 4 &&
         r->us_cusparse_default < TC_SEL_ALG3_MAX_US) {
-        r->us_cusparse_alg3 = tc_select_predict_cusparse_alg3(c->ab_bytes, r->y_cusparse);
+        r->us_cusparse_alg3 = tc_select_predict_cusparse_alg3(c->cc, c->ab_bytes, r->y_cusparse);
         r->use_alg3 = r->us_cusparse_alg3 * TC_SEL_ALG3_MARGIN < r->us_cusparse_default;
         if (r->use_alg3)
             r->us_cusparse = r->us_cusparse_alg3;
@@ -430,7 +469,7 @@ int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r,
     if (c->op == TC_SEL_OP_SPMM && c->alg3_ok && c->ab_bytes == 4)
         pred[TC_SEL_CAND_ALG3] = r->us_cusparse_alg3 >= 0.0
                                      ? r->us_cusparse_alg3
-                                     : tc_select_predict_cusparse_alg3(c->ab_bytes, r->y_cusparse);
+                                     : tc_select_predict_cusparse_alg3(c->cc, c->ab_bytes, r->y_cusparse);
     const int first = r->use_tc ? (r->balanced ? TC_SEL_CAND_BALANCED : TC_SEL_CAND_BASE)
                                 : (r->use_alg3 ? TC_SEL_CAND_ALG3 : TC_SEL_CAND_CUSPARSE);
     double best = -1.0;
@@ -473,8 +512,11 @@ void tc_select_take(const void *handle, double *tc_us, double *cusparse_us)
  * (bps, chunk_blocks 0: the H100 / plan defaults) and reads back the simulation, the
  * features and the compiled-in model's predictions. */
 #ifdef TC_SELECT_MAIN
-int main(void)
+/* tcsparse-select-features [CC]: the features and the predictions of the coefficient set of
+ * compute capability CC (x 10, default 90) for each configuration line on stdin. */
+int main(int argc, char **argv)
 {
+    const int cc = argc > 1 ? atoi(argv[1]) : 90;
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {
         tc_sel_config c;
@@ -499,6 +541,7 @@ int main(void)
         c.c_bytes = (int)v[4], c.sm_count = (int)v[5], c.bps_base = (int)v[6];
         c.bps_balanced = (int)v[7], c.warps = (int)v[8], c.slices = (int)v[9];
         c.chunk_blocks = v[10];
+        c.cc = cc;
         s.rows = v[11], s.cols = v[12], s.nnz = v[13], s.windows = v[14];
         s.empty_windows = v[15], s.blocks = v[16], s.max_blocks_per_window = v[17];
         s.metcf_bytes = v[18], s.csr_bytes = v[19];

@@ -68,6 +68,8 @@ typedef struct {
     int64_t chunk_blocks;     /* the plan's balanced chunk length */
     int alg3_ok;              /* SpMM: the cuSPARSE route may run CSR_ALG3 (CSR, ALG_DEFAULT
                                * asked, FP32): the model then also predicts that algorithm */
+    int cc;                   /* the device's compute capability x 10: the coefficient set
+                               * (select.c); 0 or a GPU without a set: the first set */
 } tc_sel_config;
 
 /* Features of the cost model (all linear: prediction = coefficients . features, in us). */
@@ -136,16 +138,17 @@ enum { TC_SEL_CAND_BASE = 0, TC_SEL_CAND_BALANCED = 1, TC_SEL_CAND_CUSPARSE = 2,
 int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r, double factor,
                                  int cand[TC_SEL_NCAND], double pred[TC_SEL_NCAND]);
 
-/* Prediction of each path from features (exposed for the tests and the refit helper). */
-double tc_select_predict_tc(int op, int prec, const double *x);
-double tc_select_predict_cusparse(int op, int ab_bytes, const double *y);
+/* Prediction of each path from features with the coefficient set of compute capability cc
+ * (x 10; tc_sel_config.cc), exposed for the tests and the refit helper. */
+double tc_select_predict_tc(int cc, int op, int prec, const double *x);
+double tc_select_predict_cusparse(int cc, int op, int ab_bytes, const double *y);
 /* cuSPARSE CSR_ALG3 (SpMM, preprocessed), from the same features. */
-double tc_select_predict_cusparse_alg3(int ab_bytes, const double *y);
+double tc_select_predict_cusparse_alg3(int cc, int ab_bytes, const double *y);
 
-/* Whether the cost model's coefficients were fitted on this compute capability (sm_90: the
- * H100; the H200 shares its SMs).  Elsewhere the automatic route measures every candidate on
- * the first executions of each kind of call instead of trusting the model's ranking
- * (docs/selector.md, "Another GPU"). */
+/* Whether the cost model has a coefficient set fitted on this compute capability (select.c;
+ * sm_90: the H100, whose SMs the H200 shares).  Elsewhere the automatic route measures every
+ * candidate on the first executions of each kind of call instead of trusting the model's
+ * ranking (docs/selector.md, "Another GPU"). */
 int tc_select_fitted(int cc_major, int cc_minor);
 
 /* H100 occupancy assumed where the device's is unknown (no GPU: tests, refit). */

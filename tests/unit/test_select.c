@@ -236,6 +236,27 @@ Test(select_decide, deterministic_and_cached)
     cr_assert(d.mk_base > a.mk_base && d.bps_base == 2, "%g vs %g", d.mk_base, a.mk_base);
 }
 
+/* One coefficient set per GPU fitted (sm_90 so far): another compute capability is not
+ * "fitted" and is predicted with the first set. */
+Test(select_decide, coefficient_sets_by_architecture)
+{
+    cr_expect(tc_select_fitted(9, 0));
+    cr_expect(!tc_select_fitted(8, 0));
+    cr_expect(!tc_select_fitted(8, 9));
+    cr_expect(!tc_select_fitted(0, 0));
+    const double x[TC_SEL_NX] = {1, 0.5, 0.1, 2, 1, 0.5, 0, 1};
+    const double y[TC_SEL_NY] = {1, 3, 1, 1, 0.5, 0.2};
+    for (int op = 0; op < 2; op++) {
+        cr_expect_eq(tc_select_predict_tc(80, op, TC_SEL_P_TF32, x),
+                     tc_select_predict_tc(90, op, TC_SEL_P_TF32, x));
+        cr_expect_eq(tc_select_predict_cusparse(0, op, 4, y),
+                     tc_select_predict_cusparse(90, op, 4, y));
+    }
+    cr_expect_eq(tc_select_predict_cusparse_alg3(86, 4, y),
+                 tc_select_predict_cusparse_alg3(90, 4, y));
+    cr_expect_gt(tc_select_predict_tc(90, TC_SEL_OP_SPMM, TC_SEL_P_3XTF32, x), 0.0);
+}
+
 Test(select_decide, sddmm_uses_its_own_model)
 {
     tcsparseMetcfStats_t s = stats_of(&proteins64);
