@@ -16,6 +16,7 @@
 #include "bench_cli.h"
 #include "bench_timing.h"
 #include "util_cuda.h"
+#include "roofline.h"
 
 enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CU_DEFAULT, V_CU_ALG2,
        V_CU_ALG3, V_COUNT };
@@ -132,6 +133,22 @@ static int run_cb(void *p, int v)
 {
     run_ctx *b = p;
     return run_variant(b->c, v, b->vt);
+}
+
+/* The device's L2 and DRAM rates (GB/s), measured at the first input (roofline.h). */
+static double rate_l2, rate_dram;
+
+static void measure_rates_once(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    if (tc_util_bandwidth(&rate_l2, &rate_dram) != cudaSuccess) {
+        (void)cudaGetLastError();
+        fprintf(stderr, "tcsparse-bench: the memory rates could not be measured: no roofline\n");
+    }
+    printf("roofline rates (measured): L2 %.0f GB/s, DRAM %.0f GB/s\n", rate_l2, rate_dram);
 }
 
 static void bench_one(const char *input, const tc_csr *m, const char *prec, int N, const tc_bench_opts *o)
@@ -294,9 +311,24 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         if (ms[v] > 0 && (best_cu < 0 || ms[v] < best_cu))
             best_cu = ms[v];
     double flop = 2.0 * (double)m->nnz * N;
+    /* the roofline (roofline.h): the least traffic at the measured rates; C written only
+     * (beta = 0) */
+    measure_rates_once();
+    tc_roofline_counts rk;
+    double bound_ms = 0;
+    if (tc_roofline_count(m, &rk) == 0) {
+        const tc_roofline_bytes rb = tc_roofline_bytes_of(&rk, m->rows, m->nnz, N, (int)es,
+                                                          (int)es, 0);
+        bound_ms = tc_roofline_ms(&rb, rate_l2, rate_dram);
+    }
+    /* the plan's device bytes per nonzero (the caller's CSR comes on top) */
+    const double plan_bpn = have_plan && m->nnz > 0 ? (double)st.metcf_bytes / (double)m->nnz : 0;
     printf("%-28s nnz=%-10lld N=%-4d %-5s conv=%.2fms (first %.2f) nnz/blk=%.2f route=%s (%d "
            "calls measuring)\n", input, (long long)m->nnz, N, prec, conv_ms, conv_first_ms,
            have_plan ? st.mean_nnz_per_block : 0.0, route_kernel, explore_calls);
+    printf("    plan %.2f bytes/nnz (%.3fx CSR); roofline bound %.4f ms\n", plan_bpn,
+           have_plan && st.csr_bytes > 0 ? (double)st.metcf_bytes / (double)st.csr_bytes : 0.0,
+           bound_ms);
     const char *ord = c.tcA_r ? tcsparseGetOrderingName((tcsparseOrdering_t)st_r.reorder_ordering) : "";
     if (o->reorder)
         printf("    reordered plan: %s, nnz/blk %.2f -> %.2f, reorder %.1f ms of conv %.1f ms\n",
@@ -312,12 +344,14 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
         printf("    %-17s %10.4f ms %9.1f GFLOP/s  x%.2f vs default  x%.2f vs best-cusparse",
                vname[v], ms[v], flop / ms[v] / 1e6,
                ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v]);
+        if (bound_ms > 0)
+            printf("  %3.0f%% of bound", 100.0 * bound_ms / ms[v]);
         if (o->check && !isnan(err[v]))
             printf("  relerr=%.2e", err[v]);
         printf("\n");
         if (o->csv)
             fprintf(o->csv, "%s,%lld,%lld,%lld,%d,%s,%s,%.5f,%.1f,%.3f,%.3f,%.3e,%.3f,%.3f,%s,"
-                            "%s,%.3f,%.3f,%d,%s,%.3f,%.3f,%.3f\n",
+                            "%s,%.3f,%.3f,%d,%s,%.3f,%.3f,%.3f,%.3f,%.5f,%.3f\n",
                     input, (long long)m->rows, (long long)m->cols, (long long)m->nnz, N, prec,
                     vname[v], ms[v], flop / ms[v] / 1e6,
                     ms[V_CU_DEFAULT] > 0 ? ms[V_CU_DEFAULT] / ms[v] : NAN, best_cu / ms[v],
@@ -329,7 +363,8 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
                     is_reordered(v) ? "" : tc_bench_late_name(&st_late),
                     is_reordered(v) ? 0.0 : st_late.late_build_ms,
                     is_reordered(v) ? 0.0 : st_late.mean_nnz_per_block,
-                    is_reordered(v) ? conv_r_ms : conv_first_ms);
+                    is_reordered(v) ? conv_r_ms : conv_first_ms, plan_bpn, bound_ms,
+                    bound_ms > 0 ? bound_ms / ms[v] : 0.0);
     }
     fflush(stdout);
     if (o->csv)
@@ -365,7 +400,7 @@ static const tc_bench_tool tool = {
     .csv_header = "input,rows,cols,nnz,N,prec,variant,ms,gflops,x_default,x_best_cusparse,"
                   "relerr_vs_cusparse,convert_ms,nnz_per_block,route,reorder,"
                   "reorder_ms,nnz_per_block_reordered,explore_calls,late,late_build_ms,"
-                  "nnz_per_block_late,convert_first_ms\n",
+                  "nnz_per_block_late,convert_first_ms,plan_bytes_per_nnz,bound_ms,of_bound\n",
     .usage_input = "Matrix Market file (.mtx, .mtx.gz) or generator spec",
     .usage_sizes =
         "  -n LIST      N values, comma separated (default 32,128,256)\n"

@@ -1,5 +1,6 @@
 /* Generators: well-formed CSR (sorted, duplicate-free, in range, values in [-1,1) away from
- * zero), determinism per seed, exact sizes, and the spec parser. */
+ * zero), determinism per seed, exact sizes, and the spec parser; the benchmarks' roofline
+ * counts (roofline.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gen.h"
+#include "roofline.h"
 
 static void check_csr(const tc_csr *m, const char *what)
 {
@@ -319,4 +321,34 @@ Test(gen, load_reports_file_errors, .fini = remove_tmp)
     snprintf(prefix, sizeof prefix, "%s:3: file ends after 1 of 2", tmp_mtx);
     cr_expect(strstr(err, prefix) == err, "%s", err);
     cr_expect_eq(m.row_off, NULL);
+}
+
+/* tcsparse-bench's roofline (roofline.h) on a matrix counted by hand: 20 rows, so a full
+ * 16-row window and a window of 4; rows 0 and 1 touch columns {0, 1} and {1, 2}, row 17
+ * {2, 9}. */
+Test(roofline, counts_bytes_and_bound_by_hand)
+{
+    int64_t off[21];
+    int32_t col[6] = {0, 1, 1, 2, 2, 9};
+    double val[6] = {1, 1, 1, 1, 1, 1};
+    for (int r = 0; r <= 20; r++)
+        off[r] = r < 1 ? 0 : r < 2 ? 2 : r < 18 ? 4 : 6;
+    tc_csr m = {20, 10, 6, off, col, val};
+    tc_roofline_counts k;
+    cr_assert_eq(tc_roofline_count(&m, &k), 0);
+    cr_expect_eq(k.window_cols, 5, "window 0 gathers 3 rows of B, window 1 gathers 2");
+    cr_expect_eq(k.distinct_cols, 4);
+    /* N = 8, FP32: A 6 x (4 + 4) + 21 x 4 = 132, C 20 x 8 x 4 = 640, a row of B 32 */
+    tc_roofline_bytes b = tc_roofline_bytes_of(&k, 20, 6, 8, 4, 4, 0);
+    cr_expect_float_eq(b.l2_bytes, 5 * 32 + 132 + 640, 1e-9);
+    cr_expect_float_eq(b.dram_bytes, 4 * 32 + 132 + 640, 1e-9);
+    tc_roofline_bytes br = tc_roofline_bytes_of(&k, 20, 6, 8, 4, 4, 1); /* beta != 0 */
+    cr_expect_float_eq(br.l2_bytes - b.l2_bytes, 640, 1e-9);
+    /* 1 GB/s for L2, 2 GB/s for DRAM: L2 bounds, 932 bytes in 9.32e-4 ms */
+    cr_expect_float_eq(tc_roofline_ms(&b, 1.0, 2.0), 9.32e-4, 1e-12);
+    cr_expect_float_eq(tc_roofline_ms(&b, 1.0, 0.1), 900 / 0.1e6, 1e-12); /* DRAM bounds */
+    cr_expect_eq(tc_roofline_ms(&b, 0.0, 2.0), 0.0, "no rate, no bound");
+    tc_csr empty = {0, 0, 0, off, col, val};
+    cr_assert_eq(tc_roofline_count(&empty, &k), 0);
+    cr_expect_eq(k.window_cols + k.distinct_cols, 0);
 }

@@ -13,6 +13,12 @@ extern "C" {
  * not take that cost. */
 cudaError_t tc_util_launch_nop(cudaStream_t s);
 
+/* The current device's memory rates in GB/s (1e9 bytes a second), measured now (about 50 ms):
+ * DRAM from a device-to-device copy much larger than L2 (read and write counted), L2 from
+ * reads of a buffer half its size repeated 20 times.  The median of five timings each.  0 in
+ * either where it could not be measured (the error is returned). */
+cudaError_t tc_util_bandwidth(double *l2_gbs, double *dram_gbs);
+
 #ifdef __cplusplus
 }
 #endif
