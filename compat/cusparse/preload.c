@@ -101,7 +101,8 @@ static __thread int tc_exec_failed;
 
 static cusparseStatus_t tc_real_call(const tc_call *c);
 
-/* The kind of the call (choose.c): 0 when a dense descriptor cannot be read. */
+/* The kind of the call (choose.c): 0 when a dense descriptor cannot be read or the current
+ * device is not known. */
 static int tc_call_shape_of(const tc_call *c, tc_call_shape *k)
 {
     memset(k, 0, sizeof *k); /* compared as bytes */
@@ -110,6 +111,10 @@ static int tc_call_shape_of(const tc_call *c, tc_call_shape *k)
     k->opB = (int)c->opB;
     k->ct = (int)c->ct;
     k->alg = c->alg;
+    if (cudaGetDevice(&k->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
     for (int i = 0; i < 2; i++) {
         const void *v;
         cudaDataType t;

@@ -98,9 +98,11 @@ typedef struct {
 /* ------------------------------------------------------------------ choose.c */
 
 /* A kind of call (choose.c): everything about a call but the structure (whose shadow holds
- * the list) and the values. */
+ * the list) and the values; and the device it runs on, so that a kind measured (or settled on
+ * cuSPARSE) on one GPU is measured again on another, with events of that device. */
 typedef struct {
     int sddmm, opA, opB, ct, alg;
+    int device; /* current at the call (the caller's handle's) */
     int64_t rows[2], cols[2], ld[2]; /* the dense operands: SpMM B, C; SDDMM A, B */
     int type[2], order[2];
 } tc_call_shape;

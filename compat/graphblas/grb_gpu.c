@@ -8,6 +8,11 @@
  * sequence of calls does not pay cudaMalloc/cudaFree each time; pinned operands have their
  * own.  Everything here runs under the adapter lock.
  *
+ * The GPU is the device current in the calling thread.  The tcsparse handle and the scratch
+ * buffers are kept per device (a handle serves the device of its first use; a buffer is its
+ * device's memory); a pin's device copy lives on one device and is rebuilt on the current one
+ * when a call comes from another.
+ *
  * Over 600 lines: the SpMM in one piece, the SpMM in row slices and the SDDMM share this
  * file's static state (the tcsparse handle, the scratch buffers) and its helpers that put
  * operands and pins on the device; the sections below keep them apart. */
@@ -25,6 +30,7 @@
 
 struct tc_grb_pin_dev {
     int valid;                 /* matches the pin's record */
+    int device;                /* where dp, dj, dx and descr's plan live (with dp or dx set) */
     void *dp, *dj, *dx;
     size_t cap_p, cap_j, cap_x;
     tcsparseSpMatDescr_t descr; /* sparse forms: owns tcsparse's cached plan */
@@ -37,10 +43,18 @@ typedef struct {
 
 enum { TC_S_P, TC_S_J, TC_S_X, TC_S_B, TC_S_R, TC_S_OUT, TC_S_WORK, TC_S_COUNT };
 
+/* The handle and scratch buffers of each device (devices past the last are not served);
+ * tc_h and tc_scratch point at the current device's, set by tc_handle at the start of every
+ * call. */
+#define TC_GRB_DEVICES 64
+static struct {
+    tcsparseHandle_t h;
+    tc_dbuf scratch[TC_S_COUNT];
+} tc_gpu[TC_GRB_DEVICES];
 static tcsparseHandle_t tc_h;
+static tc_dbuf *tc_scratch;
 static int tc_gpu_state = -1; /* -1 not probed, 0 unusable, 1 usable */
 static char tc_gpu_why[128];
-static tc_dbuf tc_scratch[TC_S_COUNT];
 
 int tc_grb_gpu_available(char *why, size_t n)
 {
@@ -69,15 +83,35 @@ static int tc_tcfail(char *why, size_t n, const char *what, tcsparseStatus_t st)
     return -1;
 }
 
+/* The current device, or -1 with why. */
+static int tc_device(char *why, size_t n)
+{
+    int dev = -1;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return tc_xfer_fail(why, n, "cudaGetDevice", e);
+    if (dev < 0 || dev >= TC_GRB_DEVICES)
+        return snprintf(why, n, "CUDA device %d: the adapter serves devices 0-%d", dev,
+                        TC_GRB_DEVICES - 1), -1;
+    return dev;
+}
+
+/* The current device's handle and scratch buffers in tc_h and tc_scratch (the handle created
+ * on its first call). */
 static int tc_handle(char *why, size_t n)
 {
-    if (tc_h != NULL)
-        return 0;
-    tcsparseStatus_t st = tcsparseCreate(&tc_h);
-    if (st != TCSPARSE_STATUS_SUCCESS) {
-        tc_h = NULL;
-        return tc_tcfail(why, n, "tcsparseCreate", st);
+    const int dev = tc_device(why, n);
+    if (dev < 0)
+        return -1;
+    if (tc_gpu[dev].h == NULL) {
+        tcsparseStatus_t st = tcsparseCreate(&tc_gpu[dev].h);
+        if (st != TCSPARSE_STATUS_SUCCESS) {
+            tc_gpu[dev].h = NULL;
+            return tc_tcfail(why, n, "tcsparseCreate", st);
+        }
     }
+    tc_h = tc_gpu[dev].h;
+    tc_scratch = tc_gpu[dev].scratch;
     return 0;
 }
 
@@ -102,6 +136,8 @@ static int tc_reserve(void **p, size_t *cap, size_t bytes, char *why, size_t n)
 
 static int tc_scratch_get(int slot, size_t bytes, void **out, char *why, size_t n)
 {
+    if (tc_scratch == NULL) /* tc_handle sets the current device's buffers first */
+        return snprintf(why, n, "internal: scratch buffer asked for before the handle"), -1;
     tc_dbuf *b = &tc_scratch[slot];
     if (tc_reserve(&b->p, &b->cap, bytes, why, n) != 0)
         return -1;
@@ -159,6 +195,43 @@ static struct tc_grb_pin_dev *tc_pin_dev(tc_grb_pin *pin)
     return pin->dev;
 }
 
+/* Frees a pin's device copy (its descriptor, with the plan, and its arrays) on the device it
+ * lives on, the current one put back after; the copy is then invalid. */
+static void tc_pin_dev_clear(struct tc_grb_pin_dev *d)
+{
+    int cur = -1;
+    const int held = d->descr != NULL || d->dp != NULL || d->dj != NULL || d->dx != NULL;
+    const int other = held && cudaGetDevice(&cur) == cudaSuccess && cur != d->device &&
+                      cudaSetDevice(d->device) == cudaSuccess;
+    if (d->descr != NULL)
+        tcsparseDestroySpMat(d->descr);
+    cudaFree(d->dp);
+    cudaFree(d->dj);
+    cudaFree(d->dx);
+    if (other)
+        (void)cudaSetDevice(cur);
+    if (held)
+        (void)cudaGetLastError();
+    const int device = d->device;
+    memset(d, 0, sizeof *d);
+    d->device = device;
+}
+
+/* A pin's device copy made on another device than the current one: freed there, to be
+ * rebuilt here (1); 0 when it is the current device's; -1 (with why) when the current device
+ * is not known. */
+static int tc_pin_follow_device(struct tc_grb_pin_dev *d, char *why, size_t n)
+{
+    const int dev = tc_device(why, n);
+    if (dev < 0)
+        return -1;
+    if (d->device == dev)
+        return 0;
+    tc_pin_dev_clear(d);
+    d->device = dev;
+    return 1;
+}
+
 /* Brings a sparse pin's device copy up to date with csr (whose values are full). */
 static int tc_pin_sync_sparse(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb_csr *c,
                               char *why, size_t n)
@@ -166,7 +239,10 @@ static int tc_pin_sync_sparse(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb
     struct tc_grb_pin_dev *d = tc_pin_dev(pin);
     if (d == NULL)
         return snprintf(why, n, "out of host memory"), -1;
-    if (!d->valid || d->descr == NULL)
+    const int moved = tc_pin_follow_device(d, why, n);
+    if (moved < 0)
+        return -1;
+    if (moved || !d->valid || d->descr == NULL)
         st = TC_PIN_STRUCTURE;
     if (st == TC_PIN_HIT)
         return 0;
@@ -206,7 +282,10 @@ static int tc_pin_sync_dense(tc_grb_pin *pin, tc_grb_pin_state st, const tc_grb_
     struct tc_grb_pin_dev *d = tc_pin_dev(pin);
     if (d == NULL)
         return snprintf(why, n, "out of host memory"), -1;
-    if (!d->valid)
+    const int moved = tc_pin_follow_device(d, why, n);
+    if (moved < 0)
+        return -1;
+    if (moved || !d->valid)
         st = TC_PIN_STRUCTURE;
     if (st == TC_PIN_HIT)
         return 0;
@@ -236,25 +315,38 @@ void tc_grb_gpu_pin_free(tc_grb_pin *pin)
     struct tc_grb_pin_dev *d = pin->dev;
     if (d == NULL)
         return;
-    if (d->descr != NULL)
-        tcsparseDestroySpMat(d->descr);
-    cudaFree(d->dp);
-    cudaFree(d->dj);
-    cudaFree(d->dx);
+    tc_pin_dev_clear(d);
     free(d);
     pin->dev = NULL;
 }
 
 void tc_grb_gpu_release(void)
 {
-    for (int s = 0; s < TC_S_COUNT; s++) {
-        cudaFree(tc_scratch[s].p);
-        tc_scratch[s].p = NULL;
-        tc_scratch[s].cap = 0;
+    int cur = -1, switched = 0;
+    for (int dev = 0; dev < TC_GRB_DEVICES; dev++) {
+        int held = tc_gpu[dev].h != NULL;
+        for (int s = 0; s < TC_S_COUNT; s++)
+            held |= tc_gpu[dev].scratch[s].p != NULL;
+        if (!held)
+            continue;
+        /* each device's buffers freed with that device current */
+        if (cur < 0 && cudaGetDevice(&cur) != cudaSuccess)
+            cur = -1;
+        if (cur >= 0 && dev != cur)
+            switched |= cudaSetDevice(dev) == cudaSuccess;
+        for (int s = 0; s < TC_S_COUNT; s++) {
+            cudaFree(tc_gpu[dev].scratch[s].p);
+            tc_gpu[dev].scratch[s].p = NULL;
+            tc_gpu[dev].scratch[s].cap = 0;
+        }
+        if (tc_gpu[dev].h != NULL)
+            tcsparseDestroy(tc_gpu[dev].h);
+        tc_gpu[dev].h = NULL;
     }
-    if (tc_h != NULL)
-        tcsparseDestroy(tc_h);
+    if (switched)
+        (void)cudaSetDevice(cur);
     tc_h = NULL;
+    tc_scratch = NULL;
     tc_xfer_release();
 }
 

@@ -243,7 +243,7 @@ int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS]);
 /* Launches the tensor-core SpMM on the stream (no allocation, no synchronisation). */
 tcsparseStatus_t tc_spmm_launch(const tc_spmm_args *a, cudaStream_t stream, char *err,
                                 size_t errlen);
-/* Once per process, after a plan is built (never inside a stream capture): the function
+/* After a plan is built (never inside a stream capture), once per device: the function
  * attributes some SpMM kernel instances need (the wide-L1 carveout, spmm_launch.cu), set on
  * the current device. */
 void tc_spmm_plan_ready(void);

@@ -1,6 +1,7 @@
 // Launchers of the tensor-core SDDMM: the one place that picks an instantiation.
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include "config.h"
 #include "kernels.h"
 #include "metcf_rules.h"
@@ -211,16 +212,22 @@ extern "C" const char *tc_sddmm_kernel_name(const tc_sddmm_args *a)
     return name;
 }
 
+constexpr int kPlanReadyDevices = 64; // as tc_spmm_plan_ready
+
 extern "C" void tc_sddmm_plan_ready(void)
 {
-    // as tc_spmm_plan_ready: at a plan's build, never inside a stream capture
-    static const bool done = [] {
+    // as tc_spmm_plan_ready: at a plan's build, never inside a stream capture; once per device
+    static std::once_flag once[kPlanReadyDevices];
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kPlanReadyDevices) {
+        (void)cudaGetLastError();
+        return;
+    }
+    std::call_once(once[dev], [] {
         if (cudaFuncSetAttribute(wide_l1_fn(), cudaFuncAttributePreferredSharedMemoryCarveout,
                                  TC_WIDE_L1_CARVEOUT) != cudaSuccess)
             (void)cudaGetLastError();
-        return true;
-    }();
-    (void)done;
+    });
 }
 
 extern "C" tcsparseStatus_t tc_sddmm_occupancy(const tc_sddmm_args *a, int *blocks_per_sm)

@@ -1,6 +1,7 @@
 // Launchers of the tensor-core SpMM: the one place that picks an instantiation.
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include "config.h"
 #include "kernels.h"
 #include "metcf_rules.h"
@@ -43,9 +44,9 @@ void *fn_of(int S)
 // N = 128 and 256) and costs where they are denser (PROTEINS_full replicas at 12.6-15.2, up
 // to 4% slower; the BlogCatalog replicas at 10.8, 2%) or when a thread block is one warp
 // (N <= 32: 3-13% slower everywhere).  The threshold of 10 is fitted to those ten inputs.
-// The attribute is set once per process, after the first plan's build, on the device then
-// current (tc_spmm_plan_ready; a hint: a device where it did not take runs the kernel with
-// the default carveout).
+// The attribute is set once per device, after the first plan's build there
+// (tc_spmm_plan_ready; a hint: a device where it did not take runs the kernel with the
+// default carveout).
 
 template <bool kBal>
 void *wide_l1_fn()
@@ -228,18 +229,26 @@ void launch_scale(const SpmmParams &p, const int32_t *wins, int32_t n, cudaStrea
 
 } // namespace
 
+// Devices whose attributes are tracked (as the conversion's per-device caches).
+constexpr int kPlanReadyDevices = 64;
+
 extern "C" void tc_spmm_plan_ready(void)
 {
     // Set at a plan's build, which synchronises and so never runs inside a stream capture
-    // (where an attribute call could invalidate the capture), rather than at a launch.
-    static const bool done = [] {
+    // (where an attribute call could invalidate the capture), rather than at a launch.  A
+    // function's attributes are set per device: once on each device a plan is built on.
+    static std::once_flag once[kPlanReadyDevices];
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kPlanReadyDevices) {
+        (void)cudaGetLastError(); // the default carveout there
+        return;
+    }
+    std::call_once(once[dev], [] {
         for (void *f : {wide_l1_fn<false>(), wide_l1_fn<true>()})
             if (cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
                                      TC_WIDE_L1_CARVEOUT) != cudaSuccess)
                 (void)cudaGetLastError();
-        return true;
-    }();
-    (void)done;
+    });
 }
 
 extern "C" int tc_spmm_variants(const tc_spmm_args *a, int var[TC_SPMM_MAX_VARIANTS])

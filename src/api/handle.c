@@ -45,10 +45,17 @@ tcsparseStatus_t tcsparseDestroy(tcsparseHandle_t handle)
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseDestroy: handle is not a live tcsparse handle");
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
+    /* The workspaces and the cuSPARSE handle are the handle's device's: released with that
+     * device current (the caller's may be another), then the caller's is put back. */
+    int cur = -1;
+    const int other = handle->cusp != NULL && cudaGetDevice(&cur) == cudaSuccess &&
+                      cur != handle->device && cudaSetDevice(handle->device) == cudaSuccess;
     tc_alg3_release_all(handle);
     if (handle->cusp != NULL)
         st = tc_error_cusparse(cusparseDestroy(handle->cusp), "tcsparseDestroy: cusparseDestroy");
     handle->cusp = NULL;
+    if (other)
+        (void)cudaSetDevice(cur);
     handle->magic = TC_MAGIC_DEAD;
     tc_retire(handle); /* kept a while, so that a use after destroy reads the wiped magic */
     return st;

@@ -20,6 +20,22 @@ tc_cusparse_entry_points tc_cusparse_real = {
 tcsparseStatus_t tc_handle_cusparse(tcsparseHandle_t h, cusparseHandle_t *out)
 {
     if (h->cusp != NULL) {
+        /* The handle belongs to the device that was current at its first use: its cuSPARSE
+         * handle, its CSR_ALG3 workspaces and the plans it finds (plan->device == h->device)
+         * live there, and its calls launch on the current device.  A call made while another
+         * device is current is refused rather than run against the other device's memory
+         * (a fault there ends the CUDA context): a handle per device, as with cuSPARSE. */
+        int dev = -1;
+        if (cudaGetDevice(&dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
+                                "cudaGetDevice failed: the current device is not known");
+        }
+        if (dev != h->device)
+            return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                                "the handle belongs to CUDA device %d (current at its first use) "
+                                "but device %d is current: create a handle per device",
+                                h->device, dev);
         *out = h->cusp;
         return TCSPARSE_STATUS_SUCCESS;
     }

@@ -532,6 +532,10 @@ static tcsparseStatus_t tc_guard_vouches(tcsparseHandle_t h, struct tcsparseSpMa
     struct tc_guard *g = gd->guard;
     if (g == NULL || !g->armed || g->gen != gd->struct_gen)
         return TCSPARSE_STATUS_SUCCESS;
+    if (g->device != h->device) /* its words are another device's (see route_spmm.c) */
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the guarded descriptor's check words are on device %d, not %d: no "
+                            "plan is built", g->device, h->device);
     if (md->guard_refused && md->guard_refused_fp == g->fp &&
         md->guard_refused_gen == gd->struct_gen)
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,

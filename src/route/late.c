@@ -228,6 +228,21 @@ static void tc_late_begin_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr 
         tc_plan_release(d, l->other); /* a trial's loser, left by a capture */
     if (l->state != TCSPARSE_LATE_TRIAL)
         return;
+    /* The trial's plans and sample events are one device's (the descriptor used through
+     * handles on two devices, its arrays reached by peer access): a call from another
+     * device's handle neither samples nor counts.  Its tc_plan_get drops both plans, which
+     * ends the trial (WAITING), and tc_late_start forgets the events before the next one.
+     * Nor does a call made while another device than the handle's is current (refused by
+     * tc_handle_cusparse): its events would be that device's. */
+    if (d->plan != NULL && d->plan->device != h->device)
+        return;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError(); /* this query's error, not the caller's */
+        return;
+    }
+    if (cur != h->device)
+        return;
     if (capturing) {
         tc_late_end_trial(l, tc_late_kept_state(d)); /* the capture uses it */
         snprintf(l->note, sizeof l->note, "; ordering: %s kept (a stream capture ended the trial)",

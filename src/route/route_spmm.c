@@ -108,6 +108,12 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     struct tc_guard *g = A->guard; /* under the descriptor's lock, like the plan */
     tc_csr_arrays csr = {0};
     if (g != NULL && g->armed && g->gen == A->struct_gen) {
+        /* the guard's words are its device's: a launch from another device would need peer
+         * access to them (the caller's arrays may be managed memory, which does not) */
+        if (g->device != h->device) /* nothing launched: another path may run it */
+            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                                "tcsparseSpMM: the descriptor's guard is on device %d, the "
+                                "handle's is %d", g->device, h->device);
         /* the structure is checked on the device first (tc_hook_spmat_guard); an earlier
          * guarded execution on another stream must be over (one set of device words) */
         if (g->has_last && g->last != h->stream &&

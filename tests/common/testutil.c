@@ -31,6 +31,22 @@ int tc_test_gpu_available(char *why, size_t n)
     return 1;
 }
 
+int tc_test_gpus_available(int need, char *why, size_t n)
+{
+    if (!tc_test_gpu_available(why, n))
+        return 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) { /* counted once already: not expected */
+        (void)cudaGetLastError();
+        count = 0;
+    }
+    if (count < need) {
+        snprintf(why, n, "%d visible", count);
+        return 0;
+    }
+    return 1;
+}
+
 static double tc_ref_op_get(const tc_ref_dense *d, tcsparseOperation_t op, int64_t i, int64_t j)
 {
     return op == TCSPARSE_OPERATION_NON_TRANSPOSE ? d->val[tc_ref_at(d, i, j)]

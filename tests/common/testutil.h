@@ -27,6 +27,19 @@ int tc_test_gpu_available(char *why, size_t n);
             cr_skip_test("no CUDA device: %s", tc_why_);                                       \
     } while (0)
 
+/* 1 when at least `need` CUDA devices can be used (tc_test_gpu_available's set-up done);
+ * otherwise 0 with the reason (the CUDA error, or how many there are) written to why[n]. */
+int tc_test_gpus_available(int need, char *why, size_t n);
+
+/* First statement of a test that needs `need` GPUs (the multi-device tests): skips it, as
+ * TC_REQUIRE_GPU, when fewer can be used. */
+#define TC_REQUIRE_GPUS(need)                                                                  \
+    do {                                                                                       \
+        char tc_why_[200];                                                                     \
+        if (!tc_test_gpus_available((need), tc_why_, sizeof tc_why_))                          \
+            cr_skip_test("%d CUDA devices needed: %s", (int)(need), tc_why_);                  \
+    } while (0)
+
 /* What a run of calls saw of the automatic route's measurement on the executions
  * (src/route/route.c): the calls that ran a measured sample, and the paths they ran (one bit per
  * path, CSR_ALG3 apart from cuSPARSE's default). */

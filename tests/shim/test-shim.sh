@@ -5,7 +5,7 @@
 set -u
 b=${TC_BUILDDIR:-.}
 fail=0
-for p in spmm sddmm convert cusparse gnn misuse stress reorder; do
+for p in spmm sddmm convert cusparse gnn misuse stress reorder multi; do
   prog=$b/tests/shim/san_test_gpu_$p
   n=`"$prog" --list | wc -l`
   if test "$n" -lt 1; then echo "test-shim: FAIL: $prog lists no test"; fail=1; fi
