@@ -29,6 +29,16 @@ int tc_convert_can_order(const tc_convert_input *in)
     abort();
 }
 
+int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
+                          cudaStream_t stream, unsigned long long *dword,
+                          unsigned long long *hword, uint64_t *fp)
+{
+    (void)a, (void)a_bytes, (void)b, (void)b_bytes, (void)stream, (void)dword, (void)hword;
+    (void)fp;
+    fprintf(stderr, "fuzz stub: tc_fingerprint_arrays called\n");
+    abort();
+}
+
 void tc_spmm_plan_ready(void)
 {
     fprintf(stderr, "fuzz stub: tc_spmm_plan_ready called\n");
