@@ -11,6 +11,7 @@
 #include "tcsparse_ext.h"
 #include "internal.h"
 #include "fallback.h"
+#include "plan.h"
 #include "testutil.h"
 #include "api_test.h"
 
@@ -401,6 +402,73 @@ Test(spmat, cusparse_mirror_follows_setters)
 }
 
 /* ---- dense descriptors -------------------------------------------------------------- */
+
+/* The transposed view (tc_plan_transposed, plan.h), whose plan serves SpMM with opA =
+ * TRANSPOSE: the transpose's format, sizes and arrays over the caller's own, its values and
+ * reordering setting following the descriptor, one view kept, and the setters and destroy
+ * taking it along.  (Its plans and products need a GPU: tests/gpu/test_gpu_spmm.c.) */
+Test(spmat, transposed_view)
+{
+    int32_t off[4] = {0, 1, 2, 3}, idx[3] = {4, 0, 2}, rows[3] = {0, 1, 2};
+    float val[3] = {1, 2, 3}, val2[3] = {4, 5, 6};
+    int64_t off64[6] = {1, 2, 2, 3, 4, 4}, idx64[3] = {1, 3, 2}; /* one-based */
+    tcsparseSpMatDescr_t csr, csc, coo;
+    cr_assert_eq(tcsparseCreateCsr(&csr, 3, 5, 3, off, idx, val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateCsc(&csc, 3, 5, 3, off64, idx64, val, TCSPARSE_INDEX_64I,
+                                   TCSPARSE_INDEX_64I, TCSPARSE_INDEX_BASE_ONE, CUDA_R_16F), 0);
+    cr_assert_eq(tcsparseCreateCoo(&coo, 3, 5, 3, rows, idx, val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    /* CSR 3 x 5 read as the CSC of its 5 x 3 transpose, over the same arrays */
+    pthread_mutex_lock(&csr->mu);
+    struct tcsparseSpMatDescr *t = tc_plan_transposed(csr);
+    cr_assert_not_null(t);
+    cr_expect_eq(t->format, TCSPARSE_FORMAT_CSC);
+    cr_expect(t->rows == 5 && t->cols == 3 && t->nnz == 3);
+    cr_expect(t->offsets == (void *)off && t->indices == (void *)idx && t->values == (void *)val);
+    cr_expect(t->offsets_type == TCSPARSE_INDEX_32I && t->indices_type == TCSPARSE_INDEX_32I);
+    cr_expect_eq(t->value_type, CUDA_R_32F);
+    cr_expect_eq(t->parent, csr);
+    cr_expect_eq(t->plan, NULL);
+    cr_expect_eq(tc_plan_transposed(csr), t, "one view, kept");
+    pthread_mutex_unlock(&csr->mu);
+    /* the values and the reordering setting follow the descriptor */
+    cr_assert_eq(tcsparseSpMatSetValues(csr, val2), 0);
+    cr_assert_eq(tcsparseSpMatSetReorder(csr, TCSPARSE_REORDER_OFF), 0);
+    pthread_mutex_lock(&csr->mu);
+    cr_expect_eq(tc_plan_transposed(csr), t);
+    cr_expect_eq(t->values, (void *)val2);
+    cr_expect_eq(t->reorder, TCSPARSE_REORDER_OFF);
+    pthread_mutex_unlock(&csr->mu);
+    /* new arrays: the view reads them at its next use */
+    cr_assert_eq(tcsparseCsrSetPointers(csr, off, rows, val), 0);
+    pthread_mutex_lock(&csr->mu);
+    cr_expect_eq(tc_plan_transposed(csr)->indices, (void *)rows);
+    cr_expect_eq(t->struct_gen, csr->struct_gen);
+    pthread_mutex_unlock(&csr->mu);
+    /* CSC 3 x 5 (offsets over 5 columns) is the CSR of the transpose; base and types kept */
+    pthread_mutex_lock(&csc->mu);
+    t = tc_plan_transposed(csc);
+    cr_assert_not_null(t);
+    cr_expect_eq(t->format, TCSPARSE_FORMAT_CSR);
+    cr_expect(t->rows == 5 && t->cols == 3);
+    cr_expect(t->offsets == (void *)off64 && t->indices == (void *)idx64);
+    cr_expect(t->offsets_type == TCSPARSE_INDEX_64I && t->base == TCSPARSE_INDEX_BASE_ONE);
+    cr_expect_eq(t->value_type, CUDA_R_16F);
+    pthread_mutex_unlock(&csc->mu);
+    /* COO: the row and column index arrays trade places */
+    pthread_mutex_lock(&coo->mu);
+    t = tc_plan_transposed(coo);
+    cr_assert_not_null(t);
+    cr_expect_eq(t->format, TCSPARSE_FORMAT_COO);
+    cr_expect(t->rows == 5 && t->cols == 3);
+    cr_expect(t->offsets == (void *)idx && t->indices == (void *)rows);
+    pthread_mutex_unlock(&coo->mu);
+    /* destroy frees the views with their descriptors (ASan: no leak) */
+    cr_expect_eq(tcsparseDestroySpMat(csr), 0);
+    cr_expect_eq(tcsparseDestroySpMat(csc), 0);
+    cr_expect_eq(tcsparseDestroySpMat(coo), 0);
+}
 
 Test(dnmat, round_trips)
 {
