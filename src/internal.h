@@ -234,6 +234,14 @@ struct tc_guard {
 /* Frees d->guard (descriptor destruction, under mu). */
 void tc_guard_free(struct tcsparseSpMatDescr *d);
 
+/* d's guard where it is armed for d's present structure (armed, and no structure setter
+ * since), else NULL; under d's mu. */
+static inline struct tc_guard *tc_guard_armed(const struct tcsparseSpMatDescr *d)
+{
+    struct tc_guard *g = d->guard;
+    return g != NULL && g->armed && g->gen == d->struct_gen ? g : NULL;
+}
+
 struct tcsparseDnMatDescr {
     uint32_t magic;
     int is_const;

@@ -13,7 +13,7 @@
  * device's memory); a pin's device copy lives on one device and is rebuilt on the current one
  * when a call comes from another.
  *
- * Over 600 lines: the SpMM in one piece, the SpMM in row slices and the SDDMM share this
+ * Over 900 lines: the SpMM in one piece, the SpMM in row slices and the SDDMM share this
  * file's static state (the tcsparse handle, the scratch buffers) and its helpers that put
  * operands and pins on the device; the sections below keep them apart. */
 #include <stdio.h>

@@ -47,6 +47,21 @@ tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route)
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* Whether d's own plan (transposed = 0) or its transposed view's (1) exists; the caller holds
+ * d's lock, the view's is taken after it. */
+static int tc_plan_exists(const struct tcsparseSpMatDescr *d, int transposed)
+{
+    if (!transposed)
+        return d->plan != NULL;
+    const struct tcsparseSpMatDescr *t = d->tr;
+    if (t == NULL)
+        return 0;
+    tc_spmat_lock(t);
+    const int has = t->plan != NULL;
+    tc_spmat_unlock(t);
+    return has;
+}
+
 tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, int *has_plan)
 {
     tc_error_clear();
@@ -58,14 +73,7 @@ tcsparseStatus_t tc_hook_spmat_has_plan(tcsparseConstSpMatDescr_t spMatDescr, in
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tc_hook_spmat_has_plan: has_plan is NULL");
     tc_spmat_lock(spMatDescr); /* plan is read under the descriptor's lock (plan.h) */
-    int has = spMatDescr->plan != NULL;
-    const struct tcsparseSpMatDescr *t = spMatDescr->tr;
-    if (!has && t != NULL) { /* the transposed view's (opA = TRANSPOSE) */
-        tc_spmat_lock(t);
-        has = t->plan != NULL;
-        tc_spmat_unlock(t);
-    }
-    *has_plan = has;
+    *has_plan = tc_plan_exists(spMatDescr, 0) || tc_plan_exists(spMatDescr, 1);
     tc_spmat_unlock(spMatDescr);
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -86,15 +94,7 @@ tcsparseStatus_t tc_hook_spmat_has_plan_for(tcsparseConstSpMatDescr_t spMatDescr
                             "tc_hook_spmat_has_plan_for: transposed is %d, not 0 or 1",
                             transposed);
     tc_spmat_lock(spMatDescr);
-    int has = 0;
-    if (!transposed) {
-        has = spMatDescr->plan != NULL;
-    } else if (spMatDescr->tr != NULL) {
-        tc_spmat_lock(spMatDescr->tr);
-        has = spMatDescr->tr->plan != NULL;
-        tc_spmat_unlock(spMatDescr->tr);
-    }
-    *has_plan = has;
+    *has_plan = tc_plan_exists(spMatDescr, transposed);
     tc_spmat_unlock(spMatDescr);
     return TCSPARSE_STATUS_SUCCESS;
 }
@@ -155,6 +155,22 @@ static void tc_guard_drop_stale(struct tcsparseSpMatDescr *d)
         tc_guard_free(d); /* forgets, frees nothing of the old context */
 }
 
+/* d->guard usable from the current device: one of an ended context dropped first, one on
+ * another device refused (NOT_SUPPORTED), none allocated here (ALLOC_FAILED where its memory
+ * cannot be had).  fn names the caller in the messages; the caller holds d's lock. */
+static tcsparseStatus_t tc_guard_here(struct tcsparseSpMatDescr *d, const char *fn)
+{
+    tc_guard_drop_stale(d);
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess)
+        (void)cudaGetLastError(); /* no device: the allocation below fails and says so */
+    if (d->guard != NULL && d->guard->device != cur)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "%s: the descriptor's guard words are on device %d, not %d", fn,
+                            d->guard->device, cur);
+    return d->guard != NULL ? TCSPARSE_STATUS_SUCCESS : tc_guard_alloc(d, fn);
+}
+
 tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
                                            cudaStream_t stream, uint64_t *fingerprint)
 {
@@ -169,24 +185,13 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
     struct tcsparseSpMatDescr *d = (struct tcsparseSpMatDescr *)spMatDescr;
     const void *off, *idx;
     size_t off_bytes, idx_bytes;
-    tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
-    int cur = -1;
     tc_spmat_lock(d); /* held throughout: the words are the descriptor's */
-    tc_guard_drop_stale(d);
-    if (cudaGetDevice(&cur) != cudaSuccess) {
-        (void)cudaGetLastError();
-        st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
-                          "tc_hook_spmat_fingerprint: a CUDA call failed (no device)");
-    } else if (d->guard != NULL && d->guard->device != cur) {
-        st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                          "tc_hook_spmat_fingerprint: the descriptor's words are on device %d, "
-                          "not %d", d->guard->device, cur);
-    } else if (d->guard == NULL && tc_guard_alloc(d, "tc_hook_spmat_fingerprint") !=
-                                       TCSPARSE_STATUS_SUCCESS) {
+    tcsparseStatus_t st = tc_guard_here(d, "tc_hook_spmat_fingerprint");
+    if (st != TCSPARSE_STATUS_SUCCESS && st != TCSPARSE_STATUS_NOT_SUPPORTED) {
         st = tc_error_set(TCSPARSE_STATUS_EXECUTION_FAILED,
                           "tc_hook_spmat_fingerprint: a CUDA call failed (its device memory "
                           "could not be had)");
-    } else {
+    } else if (st == TCSPARSE_STATUS_SUCCESS) {
         tc_struct_arrays(d, &off, &off_bytes, &idx, &idx_bytes);
         if (tc_fingerprint_arrays(off, off_bytes, idx, idx_bytes, stream, &d->guard->dev->fp,
                                   d->guard->host_fp, fingerprint) != 0)
@@ -218,15 +223,7 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
                           "tc_hook_spmat_guard: the guard takes one CSR matrix (not CSC, COO or "
                           "a strided batch)");
     } else {
-        int cur = -1;
-        (void)cudaGetDevice(&cur);
-        tc_guard_drop_stale(d);
-        if (d->guard != NULL && d->guard->device != cur)
-            st = tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                              "tc_hook_spmat_guard: the guard was set up on device %d, not %d",
-                              d->guard->device, cur);
-        else if (d->guard == NULL)
-            st = tc_guard_alloc(d, "tc_hook_spmat_guard");
+        st = tc_guard_here(d, "tc_hook_spmat_guard");
         if (st == TCSPARSE_STATUS_SUCCESS) {
             struct tc_guard *g = d->guard;
             tc_struct_arrays(d, &g->off, &g->off_bytes, &g->idx, &g->idx_bytes);

@@ -529,8 +529,8 @@ void tc_plan_discard(struct tc_plan *p)
 static tcsparseStatus_t tc_guard_vouches(tcsparseHandle_t h, struct tcsparseSpMatDescr *md)
 {
     const struct tcsparseSpMatDescr *gd = md->parent != NULL ? md->parent : md;
-    struct tc_guard *g = gd->guard;
-    if (g == NULL || !g->armed || g->gen != gd->struct_gen)
+    struct tc_guard *g = tc_guard_armed(gd);
+    if (g == NULL)
         return TCSPARSE_STATUS_SUCCESS;
     if (g->device != h->device) /* its words are another device's (see route_spmm.c) */
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,

@@ -44,8 +44,7 @@ static struct tcsparseSpMatDescr *tc_spmm_view(tcsparseHandle_t h, tcsparseOpera
         return md;
     if (tc_route_effective(h) == TCSPARSE_ROUTE_CUSPARSE)
         return NULL;
-    const struct tc_guard *g = A->guard;
-    if (g != NULL && g->armed && g->gen == A->struct_gen && C->value_type != CUDA_R_32F)
+    if (tc_guard_armed(A) != NULL && C->value_type != CUDA_R_32F)
         return NULL;
     struct tcsparseSpMatDescr *t = tc_plan_transposed(md);
     if (t != NULL)
@@ -105,9 +104,9 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.nsplit = plan->nsplit;
     }
     char msg[200];
-    struct tc_guard *g = A->guard; /* under the descriptor's lock, like the plan */
+    struct tc_guard *g = tc_guard_armed(A); /* under the descriptor's lock, like the plan */
     tc_csr_arrays csr = {0};
-    if (g != NULL && g->armed && g->gen == A->struct_gen) {
+    if (g != NULL) {
         /* the guard's words are its device's: a launch from another device would need peer
          * access to them (the caller's arrays may be managed memory, which does not) */
         if (g->device != h->device) /* nothing launched: another path may run it */
@@ -414,15 +413,14 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     struct tc_plan *plan;
     /* the plans are a cache: A's, or its transposed view's for opA = TRANSPOSE; a transposed
      * call without its view (cuSPARSE's) takes no part in A's late ordering */
-    struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C);
-    struct tcsparseSpMatDescr *md = P; /* NULL (only for opA = TRANSPOSE): no late ordering */
+    struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C); /* NULL: no late ordering */
     const tc_call_kind k = tc_spmm_kind(h, B, C);
-    if (md != NULL)
-        tc_late_begin(h, md, &k); /* may pick late ordering's other plan for this call */
+    if (P != NULL)
+        tc_late_begin(h, P, &k); /* may pick late ordering's other plan for this call */
     tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        if (md != NULL)
-            tc_late_end(h, md, NULL, &k, &d, st);
+        if (P != NULL)
+            tc_late_end(h, P, NULL, &k, &d, st);
         tc_spmm_view_done(A, P);
         return st;
     }
@@ -431,8 +429,8 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
                         tc_route_row_eligible(tc_route_row_of(TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3),
                                               &call), P != NULL ? P : A};
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
-    if (md != NULL)
-        tc_late_end(h, md, plan, &k, &d, st);
+    if (P != NULL)
+        tc_late_end(h, P, plan, &k, &d, st);
     tc_spmm_view_done(A, P);
     return st;
 }
