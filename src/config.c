@@ -127,6 +127,41 @@ static size_t tc_env_bytes(const char *name, size_t dflt, const char *instead)
 
 /* ---- the variables ----------------------------------------------------------------------- */
 
+#define TC_MEM_RESERVE_SHARE 0.05 /* the default: 5% of the device's memory */
+
+/* TCSPARSE_MEM_RESERVE: a percentage ("5%", "12.5%") or a byte count ("2G"). */
+static void tc_read_mem_reserve(tc_config *c)
+{
+    c->mem_reserve_share = TC_MEM_RESERVE_SHARE;
+    c->mem_reserve_bytes = 0;
+    const char *e = tc_env("TCSPARSE_MEM_RESERVE");
+    if (e == NULL)
+        return;
+    const size_t len = strlen(e);
+    if (e[len - 1] == '%') {
+        char num[64], *end;
+        if (len - 1 > 0 && len - 1 < sizeof num && e[0] >= '0' && e[0] <= '9') {
+            memcpy(num, e, len - 1);
+            num[len - 1] = '\0';
+            const double v = strtod(num, &end);
+            if (*end == '\0' && isfinite(v) && v >= 0.0 && v <= 100.0) {
+                c->mem_reserve_share = v / 100.0;
+                return;
+            }
+        }
+    } else {
+        const int64_t v = tc_parse_bytes(e);
+        if (v >= 0 && (uint64_t)v < SIZE_MAX) {
+            c->mem_reserve_share = -1.0;
+            c->mem_reserve_bytes = (size_t)v;
+            return;
+        }
+    }
+    tc_bad("TCSPARSE_MEM_RESERVE", e,
+           "a percentage up to 100% or a byte count (digits with an optional K, M or G)",
+           "5% of the device's memory is kept free");
+}
+
 static void tc_read_reorder(tc_config *c)
 {
     c->reorder.mode = TC_CFG_REORDER_LATE;
@@ -217,6 +252,7 @@ static void tc_read_user(tc_config *c)
                    "candidates are measured on the executions, the default");
     }
     c->cache_bytes = tc_env_bytes("TCSPARSE_CACHE_BYTES", SIZE_MAX, "the plan cache is unlimited");
+    tc_read_mem_reserve(c);
     e = tc_env("TCSPARSE_GRB");
     c->grb.on = !(e != NULL && (strcmp(e, "off") == 0 || strcmp(e, "0") == 0));
     tc_read_reorder(c);

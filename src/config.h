@@ -2,8 +2,8 @@
  * launchers, the interposer and the GraphBLAS adapter), parsed in config.c once per process
  * into one typed struct.  docs/configuration.md lists them.
  *
- * Seven switches are for users: TCSPARSE_ROUTE, _MATH, _LOG, _SELECT, _REORDER,
- * _CACHE_BYTES and _GRB.  Every other variable is a tuning or diagnostic knob named
+ * Eight switches are for users: TCSPARSE_ROUTE, _MATH, _LOG, _SELECT, _REORDER,
+ * _CACHE_BYTES, _MEM_RESERVE and _GRB.  Every other variable is a tuning or diagnostic knob named
  * TCSPARSE_X_<name>.
  *
  * A value that cannot be read gives one line on stderr, when the environment is read, and
@@ -66,6 +66,11 @@ typedef struct {
     int log;              /* TCSPARSE_LOG set, and not 0: a line per decision on stderr */
     tc_cfg_select select; /* TCSPARSE_SELECT */
     size_t cache_bytes;   /* TCSPARSE_CACHE_BYTES; SIZE_MAX: unlimited */
+    /* TCSPARSE_MEM_RESERVE: the device memory a plan build leaves free, a share of the
+     * device's memory (mem_reserve_share in [0, 1]) or, where the share is negative, a byte
+     * count (mem_reserve_bytes) */
+    double mem_reserve_share;
+    size_t mem_reserve_bytes;
     struct {
         tc_cfg_reorder mode; /* TCSPARSE_REORDER */
         int ordering;        /* mode ONE: the ordering (TC_ORD_*, reorder.h) */

@@ -155,6 +155,9 @@ struct tcsparseSpMatDescr {
     /* Bytes of the last plan refused because it exceeds TCSPARSE_CACHE_BYTES (0: none); no
      * rebuild is tried until the structure changes. */
     size_t plan_refused;
+    /* Bytes of the last plan refused because it left less device memory free than
+     * TCSPARSE_MEM_RESERVE (0: none); the next build waits until that much more is free. */
+    size_t mem_refused;
     /* tcsparseReorder_t of the plan (reorder_api.c); 0 = TCSPARSE_REORDER decides */
     int reorder;
     /* orderings the plan may choose from, bit k = tcsparseOrdering_t k (reorder_api.c); 0 =

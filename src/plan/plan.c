@@ -213,6 +213,7 @@ static void tc_plan_drop(struct tcsparseSpMatDescr *d)
 void tc_plan_invalidate(struct tcsparseSpMatDescr *d)
 {
     d->plan_refused = 0;
+    d->mem_refused = 0;
     tc_plan_drop(d);
     tc_late_reset(d); /* the structure or the setting changed: decided again */
     if (d->tr != NULL) {
@@ -558,6 +559,52 @@ static tcsparseStatus_t tc_guard_vouches(tcsparseHandle_t h, struct tcsparseSpMa
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+size_t tc_mem_reserve(const tc_config *c, size_t total)
+{
+    if (c->mem_reserve_share < 0.0)
+        return c->mem_reserve_bytes;
+    return (size_t)(c->mem_reserve_share * (double)total);
+}
+
+int tc_plan_room(size_t free_b, size_t need, size_t reserve)
+{
+    return free_b >= need && free_b - need >= reserve;
+}
+
+/* The least device memory a plan of d takes: its per-nonzero arrays (the value index and
+ * the position in the block), the window offsets, and the blocks of 8 columns, at most 128
+ * nonzeros each. */
+static size_t tc_plan_floor_bytes(const struct tcsparseSpMatDescr *d)
+{
+    const int64_t windows = (d->rows + TC_WIN_ROWS - 1) / TC_WIN_ROWS;
+    const int64_t blocks = (d->nnz + TC_WIN_ROWS * TC_BLK_COLS - 1) / (TC_WIN_ROWS * TC_BLK_COLS);
+    return (size_t)(5 * d->nnz + 4 * (windows + 1) + (4 + 4 * TC_BLK_COLS) * blocks + 4);
+}
+
+/* Whether a plan of `need` more bytes (built: 0, the plan of `plan_bytes` is allocated
+ * already) leaves TCSPARSE_MEM_RESERVE free on the current device; NOT_SUPPORTED with a
+ * message where it does not.  Where the free memory cannot be read, the plan's allocations
+ * themselves decide. */
+static tcsparseStatus_t tc_plan_mem_check(size_t need, size_t plan_bytes)
+{
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    const size_t reserve = tc_mem_reserve(tc_config_get(), total);
+    if (tc_plan_room(free_b, need, reserve))
+        return TCSPARSE_STATUS_SUCCESS;
+    const double mib = 1024.0 * 1024.0;
+    const double left = free_b >= need ? (double)(free_b - need) : 0.0;
+    return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                        "device memory: with a tensor-core plan of %s%.1f MiB, %.1f MiB of the "
+                        "device's %.1f MiB would be free, less than the %.1f MiB kept for the "
+                        "program (TCSPARSE_MEM_RESERVE)",
+                        need > 0 ? "at least " : "", (double)(need > 0 ? need : plan_bytes) / mib,
+                        left / mib, (double)total / mib, (double)reserve / mib);
+}
+
 /* Builds a plan of d (late_ordering: late ordering's plan in that ordering, TC_ORD_*; 0: the
  * descriptor's own setting) outside the cache. */
 static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDescr *md,
@@ -565,6 +612,11 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
 {
     const struct tcsparseSpMatDescr *d = md;
     tcsparseStatus_t st = tc_guard_vouches(h, md);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    /* room for the plan: at least its floor, or what the last plan refused for memory took */
+    const size_t floor_bytes = tc_plan_floor_bytes(d);
+    st = tc_plan_mem_check(md->mem_refused > floor_bytes ? md->mem_refused : floor_bytes, 0);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     struct tc_plan *p = calloc(1, sizeof *p);
@@ -617,6 +669,13 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
     p->nsplit = x.nsplit;
     tc_reorder_plan_done(p, &rinfo);
     p->convert_ms = tc_now_ms() - t0;
+    st = tc_plan_mem_check(0, p->bytes); /* the plan in place: what is left */
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        md->mem_refused = p->bytes; /* no build until that much more is free */
+        tc_plan_free(p);
+        return st;
+    }
+    md->mem_refused = 0;
     *out = p;
     return TCSPARSE_STATUS_SUCCESS;
 }

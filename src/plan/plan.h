@@ -3,6 +3,7 @@
 #ifndef TC_PLAN_H
 #define TC_PLAN_H
 
+#include "config.h"
 #include "internal.h"
 #include "kernels.h"
 
@@ -119,6 +120,12 @@ void tc_plan_cache_get_info(tc_plan_cache_info *info);
  * (the cache takes them at the first plan lookup; after tc_config_reload, config.h); evicts
  * down to a lowered limit.  For tests. */
 void tc_plan_cache_reconfigure(void);
+
+/* TCSPARSE_MEM_RESERVE: the device memory a plan build leaves free on a device of `total`
+ * bytes (config.h).  tc_plan_room: whether `need` more bytes leave it when `free_b` are free;
+ * a plan build that would not is refused, and the route falls back to cuSPARSE. */
+size_t tc_mem_reserve(const tc_config *c, size_t total);
+int tc_plan_room(size_t free_b, size_t need, size_t reserve);
 
 /* Bytes from p to the end of the device allocation holding it (cuMemGetAddressRange, found
  * through the runtime: no -lcuda).  Returns 0 when unknown: host memory, no driver entry

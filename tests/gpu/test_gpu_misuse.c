@@ -6,6 +6,8 @@
  *     with the right result and the reason in tcsparseGetLastRoute, and leaves nothing behind;
  *   - TCSPARSE_CACHE_BYTES: least-recently-used eviction across descriptors, and a plan larger
  *     than the limit is not cached (cuSPARSE, with the reason);
+ *   - TCSPARSE_MEM_RESERVE: a plan that would leave less device memory free is not built
+ *     (cuSPARSE, with the reason), and is once the reserve allows it;
  *   - destroy with a built plan, then use after destroy and double destroy. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -474,6 +476,56 @@ Test(gpu_misuse, plan_larger_than_limit_is_not_cached)
     problem_check(&p, "tensor cores once the limit is gone");
     tcsparseDestroy(h);
     problem_free(&p);
+}
+
+/* ---- the device memory kept free -------------------------------------------------------- */
+
+Test(gpu_misuse, plan_refused_near_the_memory_limit)
+{
+    TC_REQUIRE_GPU();
+    /* all of the device kept free: no plan can leave that much */
+    setenv("TCSPARSE_MEM_RESERVE", "100%", 1);
+    tc_config_reload();
+    problem p;
+    problem_make(&p, 3000, 8, 24, 37);
+    tcsparseHandle_t h;
+    TC_OK(tcsparseCreate(&h));
+    TC_OK(tcsparseSetRoute(h, TCSPARSE_ROUTE_TC)); /* would take tensor cores */
+    for (int it = 0; it < 2; it++) {
+        poison_c(&p);
+        TC_OK(spmm_buf(h, &p, TCSPARSE_SPMM_ALG_DEFAULT));
+        cr_assert_str_empty(tcsparseGetLastErrorMessage(), "the fallback left a message: %s",
+                            tcsparseGetLastErrorMessage());
+        tcsparseRouteInfo_t ri;
+        TC_OK(tcsparseGetLastRoute(h, &ri));
+        cr_assert_eq(ri.path, TCSPARSE_PATH_CUSPARSE, "took %s (%s)", ri.kernel, ri.reason);
+        cr_assert_not_null(strstr(ri.reason, "TCSPARSE_MEM_RESERVE"), "reason: %s", ri.reason);
+        cr_assert_not_null(strstr(ri.reason, "device memory"), "reason: %s", ri.reason);
+        cr_assert_null(p.A->plan);
+        problem_check(&p, "cuSPARSE instead of a plan past the reserve");
+    }
+    tcsparseMetcfStats_t st;
+    cr_assert_eq(tcsparseSpMatGetMetcfStats(h, p.A, &st), TCSPARSE_STATUS_NOT_SUPPORTED);
+    cr_assert_not_null(strstr(tcsparseGetLastErrorMessage(), "TCSPARSE_MEM_RESERVE"), "%s",
+                       tcsparseGetLastErrorMessage());
+    tc_plan_cache_info info;
+    tc_plan_cache_get_info(&info);
+    cr_assert_eq(info.plans, 0);
+    CU_OK(cudaGetLastError());
+    /* a byte count the device has room for lets the plan in */
+    setenv("TCSPARSE_MEM_RESERVE", "1M", 1);
+    tc_config_reload();
+    poison_c(&p);
+    TC_OK(spmm_buf(h, &p, TCSPARSE_SPMM_ALG_DEFAULT));
+    tcsparseRouteInfo_t ri;
+    TC_OK(tcsparseGetLastRoute(h, &ri));
+    cr_assert_neq(ri.path, TCSPARSE_PATH_CUSPARSE, "took %s (%s)", ri.kernel, ri.reason);
+    cr_assert_not_null(p.A->plan);
+    problem_check(&p, "tensor cores once the reserve allows the plan");
+    tcsparseDestroy(h);
+    problem_free(&p);
+    unsetenv("TCSPARSE_MEM_RESERVE");
+    tc_config_reload();
 }
 
 /* ---- destroy with a plan, use after destroy ----------------------------------------------- */

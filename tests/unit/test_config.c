@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "plan.h"
 #include "reorder.h"
 
 extern char **environ;
@@ -97,6 +98,7 @@ Test(config, each_kind_of_value)
     setenv("TCSPARSE_LOG", "yes", 1);                 /* set, and not 0 */
     setenv("TCSPARSE_SELECT", "measure", 1);
     setenv("TCSPARSE_CACHE_BYTES", "64M", 1);         /* a byte count */
+    setenv("TCSPARSE_MEM_RESERVE", "12.5%", 1);       /* a percentage */
     setenv("TCSPARSE_REORDER", "degree", 1);          /* an ordering's name */
     setenv("TCSPARSE_X_REORDER_ORDERINGS", "cluster,bfs", 1); /* a list */
     setenv("TCSPARSE_X_REORDER_MIN_GAIN", "5", 1);    /* a number: a percentage */
@@ -122,6 +124,7 @@ Test(config, each_kind_of_value)
     cr_assert_eq(c->log, 1);
     cr_assert_eq(c->select, TC_CFG_SELECT_MEASURE);
     cr_assert_eq(c->cache_bytes, (size_t)64 << 20);
+    cr_assert_float_eq(c->mem_reserve_share, 0.125, 1e-12);
     cr_assert_eq(c->reorder.mode, TC_CFG_REORDER_ONE);
     cr_assert_eq(c->reorder.ordering, TC_ORD_DEGREE);
     cr_assert_eq(c->reorder.orderings, (1u << TC_ORD_CLUSTER) | (1u << TC_ORD_BFS));
@@ -250,4 +253,51 @@ Test(config, reload_picks_up_a_change)
     unsetenv("TCSPARSE_X_SPMM_PIPE");
     tc_config_reload();
     cr_assert_eq(tc_config_get()->spmm.pipe, TC_CFG_RULE);
+}
+
+/* TCSPARSE_MEM_RESERVE: 5% of the device by default, a percentage or a byte count; and the
+ * room a plan build asks for (plan.c). */
+Test(config, mem_reserve, .init = clean_and_redirect)
+{
+    const size_t total = (size_t)80 << 30;
+    const tc_config *c = tc_config_get();
+    cr_assert_eq(tc_mem_reserve(c, total), (size_t)4 << 30);
+    setenv("TCSPARSE_MEM_RESERVE", "2G", 1);
+    tc_config_reload();
+    c = tc_config_get();
+    cr_assert_eq(tc_mem_reserve(c, total), (size_t)2 << 30);
+    setenv("TCSPARSE_MEM_RESERVE", "0", 1);
+    tc_config_reload();
+    cr_assert_eq(tc_mem_reserve(tc_config_get(), total), 0);
+    setenv("TCSPARSE_MEM_RESERVE", "100%", 1);
+    tc_config_reload();
+    cr_assert_eq(tc_mem_reserve(tc_config_get(), total), total);
+    const char *bad[] = {"101%", "%", "-1%", "x%", "5%%", "lots"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("TCSPARSE_MEM_RESERVE", bad[i], 1);
+        tc_config_reload();
+        cr_assert_eq(tc_mem_reserve(tc_config_get(), total), (size_t)4 << 30, "%s", bad[i]);
+    }
+    clean_environment();
+    /* free 10 GiB, 4 GiB kept: 6 GiB of plan fit, one byte more does not */
+    const size_t g = (size_t)1 << 30;
+    cr_assert(tc_plan_room(10 * g, 6 * g, 4 * g));
+    cr_assert_not(tc_plan_room(10 * g, 6 * g + 1, 4 * g));
+    cr_assert_not(tc_plan_room(3 * g, 0, 4 * g)); /* already under the reserve */
+    cr_assert_not(tc_plan_room(g, 2 * g, 0));     /* more than is free */
+    cr_assert(tc_plan_room(g, g, 0));
+    fflush(stderr);
+    cr_expect_stderr_eq_str(
+        "tcsparse: TCSPARSE_MEM_RESERVE='101%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='-1%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='x%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='5%%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='lots' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n");
 }
