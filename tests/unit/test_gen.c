@@ -72,6 +72,43 @@ Test(gen, rmat_shape_and_determinism)
     cr_assert_eq(tc_gen_rmat(-1, 1, 1, &a), -1);
 }
 
+Test(gen, chunglu_power_law_symmetric)
+{
+    tc_csr a, b, c;
+    cr_assert_eq(tc_gen_chunglu(12, 16, 42, &a), 0);
+    check_csr(&a, "chunglu 12 16");
+    cr_assert(a.rows == 4096 && a.cols == 4096);
+    /* at least n * degree entries, and not far more (a round overshoots by at most 25%) */
+    cr_assert(a.nnz >= 4096 * 16 && a.nnz < 4096 * 16 * 3 / 2, "nnz %lld", (long long)a.nnz);
+    /* undirected without self loops: (i, j) stored iff (j, i) is, never (i, i) */
+    for (int64_t i = 0; i < a.rows; i++)
+        for (int64_t k = a.row_off[i]; k < a.row_off[i + 1]; k++) {
+            const int32_t j = a.col[k];
+            cr_assert_neq(j, i, "self loop at row %lld", (long long)i);
+            int found = 0;
+            for (int64_t q = a.row_off[j]; q < a.row_off[j + 1] && !found; q++)
+                found = a.col[q] == i;
+            cr_assert(found, "(%lld, %d) without its mirror", (long long)i, j);
+        }
+    /* power law: the largest degree far above the mean of about 16, most rows below it */
+    int64_t maxlen = 0, below = 0;
+    for (int64_t i = 0; i < a.rows; i++) {
+        const int64_t len = a.row_off[i + 1] - a.row_off[i];
+        maxlen = len > maxlen ? len : maxlen;
+        below += len < 16;
+    }
+    cr_expect_gt(maxlen, 200, "max degree %lld", (long long)maxlen);
+    cr_expect_gt(below, a.rows / 2, "%lld rows below the mean", (long long)below);
+    cr_assert_eq(tc_gen_chunglu(12, 16, 42, &b), 0);
+    cr_assert(same_csr(&a, &b), "same seed, different matrix");
+    cr_assert_eq(tc_gen_chunglu(12, 16, 43, &c), 0);
+    cr_assert(!same_csr(&a, &c), "different seeds, same matrix");
+    tc_csr_free(&a), tc_csr_free(&b), tc_csr_free(&c);
+    cr_assert_eq(tc_gen_chunglu(0, 4, 1, &a), -1);
+    cr_assert_eq(tc_gen_chunglu(29, 4, 1, &a), -1);
+    cr_assert_eq(tc_gen_chunglu(8, 0, 1, &a), -1);
+}
+
 Test(gen, uniform_exact_row_counts)
 {
     tc_csr m, n;
@@ -189,6 +226,9 @@ Test(gen, specs_good)
     load("rmat:8:4:seed=2", &n);
     cr_assert(!same_csr(&m, &n));
     tc_csr_free(&m), tc_csr_free(&n);
+    load("chunglu:8:4", &m);
+    cr_assert(m.rows == 256 && m.nnz >= 1024);
+    tc_csr_free(&m);
     load("uniform:10:20:3:seed=7", &m);
     cr_assert(m.rows == 10 && m.cols == 20 && m.nnz == 30);
     tc_csr_free(&m);
@@ -225,6 +265,9 @@ Test(gen, specs_bad)
         {"rmat:8:4:seed=", "bad seed"},
         {"rmat:8:4:seed=x", "bad seed"},
         {"rmat:8:4:seed=99999999999999999999999", "bad seed"},
+        {"chunglu:0:4", "SCALE '0' is not an integer in 1..28"},
+        {"chunglu:8:0", "DEGREE '0'"},
+        {"chunglu:8", "expected chunglu:SCALE:DEGREE"},
         {"uniform:-1:2:3", "ROWS '-1'"},
         {"uniform:10:3000000000:3", "COLS '3000000000'"},
         {"banded:1e3:2", "N '1e3'"},

@@ -457,6 +457,151 @@ int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr 
     return 0;
 }
 
+/* Chung-Lu power-law graph (undirected): expected degrees w_i ~ (i + 1)^(-1/(gamma - 1)),
+ * gamma = 2.5, capped at sqrt(sum w) (every edge probability stays <= 1) and scaled to the
+ * average degree; both ends of each edge drawn in proportion to w, labels scrambled, each
+ * edge stored in both directions, self loops dropped.  Edges are drawn in rounds until the deduplicated matrix
+ * holds at least n * degree entries. */
+static int64_t cl_draw(rng_t *r, const double *cdf, int64_t n)
+{
+    const double u = rng_unit(r) * cdf[n - 1];
+    int64_t lo = 0, hi = n - 1; /* the first k with cdf[k] > u */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cdf[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The CSR of the edge list (both directions), rows sorted and deduplicated; returns its
+ * number of entries, or -1 out of memory. */
+static int64_t cl_csr(const int32_t *eu, const int32_t *ev, int64_t edges, int64_t n,
+                      int64_t *off, int32_t **colp)
+{
+    memset(off, 0, (size_t)(n + 1) * sizeof *off);
+    for (int64_t e = 0; e < edges; e++) {
+        if (eu[e] == ev[e]) /* no self loops */
+            continue;
+        off[eu[e] + 1]++;
+        off[ev[e] + 1]++;
+    }
+    int64_t maxlen = 0;
+    for (int64_t i = 0; i < n; i++) {
+        maxlen = off[i + 1] > maxlen ? off[i + 1] : maxlen;
+        off[i + 1] += off[i];
+    }
+    int32_t *col = realloc(*colp, (size_t)(2 * edges + 1) * sizeof *col);
+    int64_t *fill = malloc((size_t)n * sizeof *fill);
+    int32_t *tmp = malloc((size_t)(maxlen + 1) * sizeof *tmp);
+    if (col != NULL)
+        *colp = col;
+    if (col == NULL || fill == NULL || tmp == NULL) {
+        free(fill);
+        free(tmp);
+        return -1;
+    }
+    memcpy(fill, off, (size_t)n * sizeof *fill);
+    for (int64_t e = 0; e < edges; e++) {
+        if (eu[e] == ev[e])
+            continue;
+        col[fill[eu[e]]++] = ev[e];
+        col[fill[ev[e]]++] = eu[e];
+    }
+    int64_t w = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t b = off[i], len = off[i + 1] - b;
+        const int64_t u = sort_unique(col + b, len, tmp);
+        off[i] = w;
+        memmove(col + w, col + b, (size_t)u * sizeof *col);
+        w += u;
+    }
+    off[n] = w;
+    free(fill);
+    free(tmp);
+    return w;
+}
+
+int tc_gen_chunglu(int scale, int degree, uint64_t seed, tc_csr *out)
+{
+    memset(out, 0, sizeof *out);
+    if (scale < 1 || scale > 28 || degree < 1 || (int64_t)degree > (((int64_t)1 << 34) >> scale))
+        return -1;
+    const int64_t n = (int64_t)1 << scale, target = n * degree;
+    const double gamma = 2.5;
+    double *cdf = malloc((size_t)n * sizeof *cdf);
+    int64_t *off = malloc((size_t)(n + 1) * sizeof *off);
+    int32_t *eu = NULL, *ev = NULL, *col = NULL;
+    if (cdf == NULL || off == NULL)
+        goto fail;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += cdf[i] = pow((double)(i + 1), -1.0 / (gamma - 1.0));
+    for (int it = 0; it <= 20; it++) { /* scale, cap, again until the cap settles */
+        const double f = (double)target / sum, cap = sqrt((double)target);
+        sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            cdf[i] *= f;
+            if (it < 20 && cdf[i] > cap)
+                cdf[i] = cap;
+            sum += cdf[i];
+        }
+    }
+    for (int64_t i = 1; i < n; i++)
+        cdf[i] += cdf[i - 1];
+    rng_t r;
+    rng_seed(&r, seed, 5);
+    const scramble_t sc = {(uint64_t)n - 1, rng_next(&r) | 1, rng_next(&r) | 1, scale / 2 + 1};
+    int64_t edges = 0, draw = target / 2, have = 0;
+    for (int round = 0; round < 16 && have < target; round++) {
+        int32_t *nu = realloc(eu, (size_t)(edges + draw) * sizeof *eu);
+        if (nu != NULL)
+            eu = nu;
+        int32_t *nv = realloc(ev, (size_t)(edges + draw) * sizeof *ev);
+        if (nv != NULL)
+            ev = nv;
+        if (nu == NULL || nv == NULL)
+            goto fail;
+        for (int64_t e = edges; e < edges + draw; e++) {
+            eu[e] = (int32_t)scramble(&sc, (uint64_t)cl_draw(&r, cdf, n));
+            ev[e] = (int32_t)scramble(&sc, (uint64_t)cl_draw(&r, cdf, n));
+        }
+        edges += draw;
+        const int64_t before = have;
+        have = cl_csr(eu, ev, edges, n, off, &col);
+        if (have < 0)
+            goto fail;
+        /* the next round is sized from this one's new entries per edge drawn (+25%) */
+        double gain = (double)(have - before) / (double)draw;
+        gain = gain > 0.05 ? gain : 0.05;
+        draw = (int64_t)((double)(target - have) / gain * 1.25) + 1024;
+    }
+    free(cdf);
+    free(eu);
+    free(ev);
+    int32_t *shrunk = realloc(col, (size_t)(have ? have : 1) * sizeof *col);
+    out->rows = out->cols = n;
+    out->nnz = have;
+    out->row_off = off;
+    out->col = shrunk ? shrunk : col;
+    out->val = malloc((size_t)(have ? have : 1) * sizeof *out->val);
+    if (out->val == NULL) {
+        tc_csr_free(out);
+        return -1;
+    }
+    fill_values(out, seed);
+    return 0;
+fail:
+    free(cdf);
+    free(off);
+    free(eu);
+    free(ev);
+    free(col);
+    return -1;
+}
+
 static int spec_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -497,6 +642,7 @@ typedef struct {
 
 static const gen_kind kinds[] = {
     {"rmat", "rmat:SCALE:EDGE_FACTOR", 2, {"SCALE", "EDGE_FACTOR"}, {0, 1}, {30, 65536}},
+    {"chunglu", "chunglu:SCALE:DEGREE", 2, {"SCALE", "DEGREE"}, {1, 1}, {28, 1024}},
     {"uniform", "uniform:ROWS:COLS:PER_ROW", 3, {"ROWS", "COLS", "PER_ROW"}, {0, 0, 0},
      {(uint64_t)1 << 40, INT32_MAX, INT32_MAX}},
     {"banded", "banded:N:HALF_BANDWIDTH", 2, {"N", "HALF_BANDWIDTH"}, {0, 0},
@@ -505,7 +651,7 @@ static const gen_kind kinds[] = {
      {INT32_MAX, INT32_MAX, (uint64_t)1 << 40}},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
-#define KIND_LIST "rmat, uniform, banded, blocks or diag"
+#define KIND_LIST "rmat, chunglu, uniform, banded, blocks or diag"
 
 /* out NULL: the file is read and checked, not converted */
 static int load_mm(const char *path, tc_csr *out, char *err, size_t errlen)
@@ -611,7 +757,7 @@ static int gen_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
             return spec_fail(err, errlen, "spec '%s': %s '%s' is not an integer in %llu..%llu",
                              spec, k->names[i], field[i + 1], (unsigned long long)k->lo[i],
                              (unsigned long long)k->hi[i]);
-    if (k - kinds == 3) {
+    if (k - kinds == 4) {
         uint64_t nb = (a[0] + a[1] - 1) / a[1];
         if (a[2] > nb * nb)
             return spec_fail(err, errlen, "spec '%s': %llu blocks do not fit (the %llu x %llu "
@@ -627,9 +773,12 @@ static int gen_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
         r = tc_gen_rmat((int)a[0], (int)a[1], seed, out);
         break;
     case 1:
-        r = tc_gen_uniform((int64_t)a[0], (int64_t)a[1], (int64_t)a[2], seed, out);
+        r = tc_gen_chunglu((int)a[0], (int)a[1], seed, out);
         break;
     case 2:
+        r = tc_gen_uniform((int64_t)a[0], (int64_t)a[1], (int64_t)a[2], seed, out);
+        break;
+    case 3:
         r = tc_gen_banded((int64_t)a[0], (int64_t)a[1], seed, out);
         break;
     default:
