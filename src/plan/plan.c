@@ -597,10 +597,10 @@ static tcsparseStatus_t tc_plan_mem_check(size_t need, size_t plan_bytes)
         return TCSPARSE_STATUS_SUCCESS;
     const double mib = 1024.0 * 1024.0;
     const double left = free_b >= need ? (double)(free_b - need) : 0.0;
+    /* short: the route's reason (160 bytes) holds it after "no plan: " */
     return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                        "device memory: with a tensor-core plan of %s%.1f MiB, %.1f MiB of the "
-                        "device's %.1f MiB would be free, less than the %.1f MiB kept for the "
-                        "program (TCSPARSE_MEM_RESERVE)",
+                        "TCSPARSE_MEM_RESERVE: a plan of %s%.1f MiB would leave %.1f of %.1f MiB "
+                        "of device memory free, under the %.1f MiB kept",
                         need > 0 ? "at least " : "", (double)(need > 0 ? need : plan_bytes) / mib,
                         left / mib, (double)total / mib, (double)reserve / mib);
 }
