@@ -156,7 +156,8 @@ struct tcsparseSpMatDescr {
      * rebuild is tried until the structure changes. */
     size_t plan_refused;
     /* Bytes of the last plan refused because it left less device memory free than
-     * TCSPARSE_MEM_RESERVE (0: none); the next build waits until that much more is free. */
+     * TCSPARSE_MEM_RESERVE (0: none); no build starts until the device has room for a plan of
+     * that size and the reserve. */
     size_t mem_refused;
     /* tcsparseReorder_t of the plan (reorder_api.c); 0 = TCSPARSE_REORDER decides */
     int reorder;

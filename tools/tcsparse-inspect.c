@@ -19,6 +19,7 @@ static void usage(FILE *f)
           "  INPUT is a Matrix Market file (.mtx, optionally gzip-compressed) or a\n"
           "  generator spec:\n"
           "    rmat:SCALE:EDGE_FACTOR            R-MAT (Graph500 a=.57 b=.19 c=.19)\n"
+          "    chunglu:SCALE:DEGREE              Chung-Lu power law (exponent 2.5), undirected\n"
           "    uniform:ROWS:COLS:PER_ROW         PER_ROW random columns in every row\n"
           "    banded:N:HALF_BANDWIDTH           entries with |i - j| <= HALF_BANDWIDTH\n"
           "    blocks:N:BLOCK_SIZE:NBLOCKS       dense blocks at random aligned positions\n"

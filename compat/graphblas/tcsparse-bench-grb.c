@@ -363,8 +363,8 @@ static void usage(void)
             "--ab: instead of the modes, rounds of a GraphBLAS call and a cold call under each\n"
             "value of environment variable NAME (read again by the adapter at each change:\n"
             "TCSPARSE_X_GRB_WAVE, TCSPARSE_X_GRB_FLOW), interleaved; median and minimum of each.\n"
-            "INPUT: a Matrix Market file (.mtx, .mtx.gz) or a generator spec (rmat:SCALE:EF,\n"
-            "uniform:R:C:PER_ROW, banded:N:HALF, blocks:N:BS:COUNT, diag:FILE:COPIES).\n");
+            "INPUT: a Matrix Market file (.mtx, .mtx.gz) or a generator spec\n"
+            "(" TC_GEN_SPECS ").\n");
     exit(2);
 }
 

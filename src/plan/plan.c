@@ -581,28 +581,39 @@ static size_t tc_plan_floor_bytes(const struct tcsparseSpMatDescr *d)
     return (size_t)(5 * d->nnz + 4 * (windows + 1) + (4 + 4 * TC_BLK_COLS) * blocks + 4);
 }
 
-/* Whether a plan of `need` more bytes (built: 0, the plan of `plan_bytes` is allocated
- * already) leaves TCSPARSE_MEM_RESERVE free on the current device; NOT_SUPPORTED with a
- * message where it does not.  Where the free memory cannot be read, the plan's allocations
- * themselves decide. */
-static tcsparseStatus_t tc_plan_mem_check(size_t need, size_t plan_bytes)
+/* The device's free memory when a build starts, and what TCSPARSE_MEM_RESERVE keeps of it;
+ * known = 0 where the driver cannot tell (the plan's allocations themselves decide then). */
+typedef struct {
+    size_t free_b, total, reserve;
+    int known;
+} tc_mem_room;
+
+static tc_mem_room tc_mem_room_now(void)
 {
-    size_t free_b = 0, total = 0;
-    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+    tc_mem_room r = {0, 0, 0, 0};
+    if (cudaMemGetInfo(&r.free_b, &r.total) != cudaSuccess) {
         (void)cudaGetLastError();
-        return TCSPARSE_STATUS_SUCCESS;
+        return r;
     }
-    const size_t reserve = tc_mem_reserve(tc_config_get(), total);
-    if (tc_plan_room(free_b, need, reserve))
+    r.reserve = tc_mem_reserve(tc_config_get(), r.total);
+    r.known = 1;
+    return r;
+}
+
+/* SUCCESS where a plan of `bytes` (at_least: a lower bound of its size) leaves the reserve
+ * free, NOT_SUPPORTED with a message where it does not. */
+static tcsparseStatus_t tc_mem_room_check(const tc_mem_room *r, size_t bytes, int at_least)
+{
+    if (!r->known || tc_plan_room(r->free_b, bytes, r->reserve))
         return TCSPARSE_STATUS_SUCCESS;
     const double mib = 1024.0 * 1024.0;
-    const double left = free_b >= need ? (double)(free_b - need) : 0.0;
+    const double left = r->free_b >= bytes ? (double)(r->free_b - bytes) : 0.0;
     /* short: the route's reason (160 bytes) holds it after "no plan: " */
     return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                         "TCSPARSE_MEM_RESERVE: a plan of %s%.1f MiB would leave %.1f of %.1f MiB "
                         "of device memory free, under the %.1f MiB kept",
-                        need > 0 ? "at least " : "", (double)(need > 0 ? need : plan_bytes) / mib,
-                        left / mib, (double)total / mib, (double)reserve / mib);
+                        at_least ? "at least " : "", (double)bytes / mib, left / mib,
+                        (double)r->total / mib, (double)r->reserve / mib);
 }
 
 /* Builds a plan of d (late_ordering: late ordering's plan in that ordering, TC_ORD_*; 0: the
@@ -611,12 +622,19 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
                                       int late_ordering, struct tc_plan **out)
 {
     const struct tcsparseSpMatDescr *d = md;
-    tcsparseStatus_t st = tc_guard_vouches(h, md);
+    /* Room for the plan, first (it costs one driver query; the guard's check below
+     * synchronises): at least its floor, or the size of the last plan of this structure refused
+     * for memory.  The check after the build compares the plan's own bytes with the same free
+     * memory (the conversion's scratch, held by its pool until later, does not count), so a
+     * refused plan is built again only once the device has room for it. */
+    const tc_mem_room room = tc_mem_room_now();
+    const size_t floor_bytes = tc_plan_floor_bytes(d);
+    const int known_size = md->mem_refused > floor_bytes;
+    tcsparseStatus_t st =
+        tc_mem_room_check(&room, known_size ? md->mem_refused : floor_bytes, !known_size);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
-    /* room for the plan: at least its floor, or what the last plan refused for memory took */
-    const size_t floor_bytes = tc_plan_floor_bytes(d);
-    st = tc_plan_mem_check(md->mem_refused > floor_bytes ? md->mem_refused : floor_bytes, 0);
+    st = tc_guard_vouches(h, md);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     struct tc_plan *p = calloc(1, sizeof *p);
@@ -669,9 +687,9 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
     p->nsplit = x.nsplit;
     tc_reorder_plan_done(p, &rinfo);
     p->convert_ms = tc_now_ms() - t0;
-    st = tc_plan_mem_check(0, p->bytes); /* the plan in place: what is left */
+    st = tc_mem_room_check(&room, p->bytes, 0);
     if (st != TCSPARSE_STATUS_SUCCESS) {
-        md->mem_refused = p->bytes; /* no build until that much more is free */
+        md->mem_refused = p->bytes;
         tc_plan_free(p);
         return st;
     }

@@ -36,8 +36,8 @@ static void usage(const tc_bench_tool *t, FILE *f)
     fprintf(f,
             "usage: %s [options] [INPUT...]\n"
             "  INPUT        %s\n"
-            "               (rmat:SCALE:EF, chunglu:SCALE:DEGREE, uniform:R:C:PER_ROW,\n"
-            "               banded:N:HALF, blocks:N:BS:COUNT, diag:FILE:COPIES); default " TC_BENCH_DEFAULT_INPUT "\n"
+            "               (" TC_GEN_SPECS ");\n"
+            "               default " TC_BENCH_DEFAULT_INPUT "\n"
             "%s"
             "  -r REPS      timed runs per variant, median reported (default 30)\n"
             "  -w WARM      warm-up runs (default 5)\n"

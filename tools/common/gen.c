@@ -458,10 +458,10 @@ int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr 
 }
 
 /* Chung-Lu power-law graph (undirected): expected degrees w_i ~ (i + 1)^(-1/(gamma - 1)),
- * gamma = 2.5, capped at sqrt(sum w) (every edge probability stays <= 1) and scaled to the
- * average degree; both ends of each edge drawn in proportion to w, labels scrambled, each
- * edge stored in both directions, self loops dropped.  Edges are drawn in rounds until the deduplicated matrix
- * holds at least n * degree entries. */
+ * gamma = 2.5, capped at sqrt(sum w) (as in the model, where it keeps every edge probability
+ * <= 1) and scaled to the average degree; both ends of each edge drawn in proportion to w, labels scrambled, each
+ * edge stored in both directions, self loops dropped.  Edges are drawn in rounds until the
+ * deduplicated matrix holds at least n * degree entries (degree at most n / 4). */
 static int64_t cl_draw(rng_t *r, const double *cdf, int64_t n)
 {
     const double u = rng_unit(r) * cdf[n - 1];
@@ -527,7 +527,9 @@ static int64_t cl_csr(const int32_t *eu, const int32_t *ev, int64_t edges, int64
 int tc_gen_chunglu(int scale, int degree, uint64_t seed, tc_csr *out)
 {
     memset(out, 0, sizeof *out);
-    if (scale < 1 || scale > 28 || degree < 1 || (int64_t)degree > (((int64_t)1 << 34) >> scale))
+    /* at most a quarter of the possible entries: denser targets take many rounds to reach */
+    if (scale < 1 || scale > 28 || degree < 1 || (int64_t)degree * 4 > ((int64_t)1 << scale) ||
+        (int64_t)degree > (((int64_t)1 << 34) >> scale))
         return -1;
     const int64_t n = (int64_t)1 << scale, target = n * degree;
     const double gamma = 2.5;
@@ -576,8 +578,11 @@ int tc_gen_chunglu(int scale, int degree, uint64_t seed, tc_csr *out)
         /* the next round is sized from this one's new entries per edge drawn (+25%) */
         double gain = (double)(have - before) / (double)draw;
         gain = gain > 0.05 ? gain : 0.05;
-        draw = (int64_t)((double)(target - have) / gain * 1.25) + 1024;
+        const int64_t extra = (target - have) / 8 + 16; /* and a margin, small for small graphs */
+        draw = (int64_t)((double)(target - have) / gain * 1.25) + (extra < 1024 ? extra : 1024);
     }
+    if (have < target)
+        goto fail;
     free(cdf);
     free(eu);
     free(ev);
@@ -757,6 +762,9 @@ static int gen_spec(const char *spec, tc_csr *out, char *err, size_t errlen)
             return spec_fail(err, errlen, "spec '%s': %s '%s' is not an integer in %llu..%llu",
                              spec, k->names[i], field[i + 1], (unsigned long long)k->lo[i],
                              (unsigned long long)k->hi[i]);
+    if (k - kinds == 1 && a[1] * 4 > ((uint64_t)1 << a[0]))
+        return spec_fail(err, errlen, "spec '%s': DEGREE %llu is more than a quarter of the %llu "
+                         "nodes", spec, (unsigned long long)a[1], (unsigned long long)1 << a[0]);
     if (k - kinds == 4) {
         uint64_t nb = (a[0] + a[1] - 1) / a[1];
         if (a[2] > nb * nb)

@@ -19,7 +19,8 @@ void tc_csr_free(tc_csr *m);
  * duplicates are removed, vertex labels scrambled as Graph500 does. */
 int tc_gen_rmat(int scale, int edge_factor, uint64_t seed, tc_csr *out);
 /* Chung-Lu power-law graph (gamma 2.5), 2^scale square, undirected (both directions stored),
- * at least degree * 2^scale entries after duplicates are removed, labels scrambled. */
+ * at least degree * 2^scale entries after duplicates are removed, labels scrambled; degree
+ * at most 2^scale / 4 (-1 otherwise). */
 int tc_gen_chunglu(int scale, int degree, uint64_t seed, tc_csr *out);
 /* Uniform random: each row gets per_row distinct random columns (fewer when cols < per_row). */
 int tc_gen_uniform(int64_t rows, int64_t cols, int64_t per_row, uint64_t seed, tc_csr *out);
@@ -29,6 +30,10 @@ int tc_gen_banded(int64_t n, int64_t half_bandwidth, uint64_t seed, tc_csr *out)
 int tc_gen_block_diag(const tc_csr *m, int copies, tc_csr *out);
 /* Dense blocks of bs x bs at random block positions, nblocks of them, in an n x n matrix. */
 int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr *out);
+/* The generator specs, for usage texts. */
+#define TC_GEN_SPECS                                                                           \
+    "rmat:SCALE:EF, chunglu:SCALE:DEGREE, uniform:R:C:PER_ROW, banded:N:HALF, "               \
+    "blocks:N:BS:COUNT, diag:FILE:COPIES"
 /* Parses a generator spec, e.g. "rmat:20:16", "chunglu:20:16", "uniform:1048576:1048576:16", "banded:100000:8",
  * "blocks:65536:16:2000", optionally followed by ":seed=N"; "diag:FILE:copies" (matrix market
  * file replicated).  Returns 0, or -1 with a message in err. */
