@@ -140,7 +140,13 @@ static void tc_read_mem_reserve(tc_config *c)
     const size_t len = strlen(e);
     if (e[len - 1] == '%') {
         char num[64], *end;
-        if (len - 1 > 0 && len - 1 < sizeof num && e[0] >= '0' && e[0] <= '9') {
+        /* decimal digits with at most one point ("5", "12.5", ".5"): no sign, exponent or hex */
+        size_t digits = 0, points = 0;
+        for (size_t i = 0; i + 1 < len; i++) {
+            digits += e[i] >= '0' && e[i] <= '9';
+            points += e[i] == '.';
+        }
+        if (digits > 0 && digits + points == len - 1 && points <= 1 && len - 1 < sizeof num) {
             memcpy(num, e, len - 1);
             num[len - 1] = '\0';
             const double v = strtod(num, &end);

@@ -272,7 +272,10 @@ Test(config, mem_reserve, .init = clean_and_redirect)
     setenv("TCSPARSE_MEM_RESERVE", "100%", 1);
     tc_config_reload();
     cr_assert_eq(tc_mem_reserve(tc_config_get(), total), total);
-    const char *bad[] = {"101%", "%", "-1%", "x%", "5%%", "lots"};
+    setenv("TCSPARSE_MEM_RESERVE", ".5%", 1);
+    tc_config_reload();
+    cr_assert_eq(tc_mem_reserve(tc_config_get(), total), total / 200);
+    const char *bad[] = {"101%", "%", "-1%", "x%", "5%%", "lots", "0x10%", "1e1%", "1.2.3%", ".%"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         setenv("TCSPARSE_MEM_RESERVE", bad[i], 1);
         tc_config_reload();
@@ -299,5 +302,13 @@ Test(config, mem_reserve, .init = clean_and_redirect)
         "tcsparse: TCSPARSE_MEM_RESERVE='5%%' is not a percentage up to 100% or a byte count "
         "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
         "tcsparse: TCSPARSE_MEM_RESERVE='lots' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='0x10%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='1e1%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='1.2.3%' is not a percentage up to 100% or a byte count "
+        "(digits with an optional K, M or G); 5% of the device's memory is kept free\n"
+        "tcsparse: TCSPARSE_MEM_RESERVE='.%' is not a percentage up to 100% or a byte count "
         "(digits with an optional K, M or G); 5% of the device's memory is kept free\n");
 }
