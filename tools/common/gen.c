@@ -104,6 +104,25 @@ static void fill_values(tc_csr *m, uint64_t seed)
         m->val[k] = rng_value(&r);
 }
 
+/* Hands a square n x n structure built in place (off[n + 1], col of at least nnz entries,
+ * shrunk to nnz here) to out, with random values; on failure frees both and returns -1. */
+static int csr_adopt(tc_csr *out, int64_t n, int64_t *off, int32_t *col, int64_t nnz,
+                     uint64_t seed)
+{
+    int32_t *shrunk = realloc(col, (size_t)(nnz ? nnz : 1) * sizeof *col);
+    out->rows = out->cols = n;
+    out->nnz = nnz;
+    out->row_off = off;
+    out->col = shrunk ? shrunk : col;
+    out->val = malloc((size_t)(nnz ? nnz : 1) * sizeof *out->val);
+    if (!out->val) {
+        tc_csr_free(out);
+        return -1;
+    }
+    fill_values(out, seed);
+    return 0;
+}
+
 /* Sorts a[0..n) ascending (insertion sort for short runs, LSD radix by bytes otherwise)
  * and drops duplicates; returns the new length.  tmp holds n ints. */
 static int64_t sort_unique(int32_t *a, int64_t n, int32_t *tmp)
@@ -266,18 +285,7 @@ int tc_gen_rmat(int scale, int edge_factor, uint64_t seed, tc_csr *out)
     off[n] = w;
     free(tmp);
     free(deg);
-    int32_t *shrunk = realloc(col, (size_t)(w ? w : 1) * sizeof *col);
-    out->rows = out->cols = n;
-    out->nnz = w;
-    out->row_off = off;
-    out->col = shrunk ? shrunk : col;
-    out->val = malloc((size_t)(w ? w : 1) * sizeof *out->val);
-    if (!out->val) {
-        tc_csr_free(out);
-        return -1;
-    }
-    fill_values(out, seed);
-    return 0;
+    return csr_adopt(out, n, off, col, w, seed);
 fail:
     free(deg);
     free(off);
@@ -586,18 +594,7 @@ int tc_gen_chunglu(int scale, int degree, uint64_t seed, tc_csr *out)
     free(cdf);
     free(eu);
     free(ev);
-    int32_t *shrunk = realloc(col, (size_t)(have ? have : 1) * sizeof *col);
-    out->rows = out->cols = n;
-    out->nnz = have;
-    out->row_off = off;
-    out->col = shrunk ? shrunk : col;
-    out->val = malloc((size_t)(have ? have : 1) * sizeof *out->val);
-    if (out->val == NULL) {
-        tc_csr_free(out);
-        return -1;
-    }
-    fill_values(out, seed);
-    return 0;
+    return csr_adopt(out, n, off, col, have, seed);
 fail:
     free(cdf);
     free(off);
