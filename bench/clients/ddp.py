@@ -23,7 +23,6 @@ import copy  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -200,6 +199,7 @@ def child_env(args, mode):
 
 
 def run_child(args, world, mode, rnd):
+    from run import run_worker  # the client benchmark's: a timeout kills the ranks too
     argv = [args.python, os.path.abspath(__file__), "--worker", "--world", str(world),
             "--mode", mode, "--so", args.so]
     for opt in SIZES:
@@ -209,30 +209,17 @@ def run_child(args, world, mode, rnd):
     if args.data:
         argv += ["--data", args.data]
     env = child_env(args, mode)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True, start_new_session=True)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker's process group: its ranks too
-        out, err = proc.communicate()
+    w = run_worker(argv, env, args.timeout)
+    timed_out, err = w["timed_out"], w["err"]
     rec = {"world": world, "mode": mode, "round": rnd, "argv": argv,
-           "ld_preload": env.get("LD_PRELOAD"), "rc": proc.returncode, "timed_out": timed_out,
-           "seconds": round(time.perf_counter() - t0, 2), "result": None, "error": None}
-    for line in out.splitlines():
-        if line.startswith("{"):
-            try:
-                rec["result"] = json.loads(line)
-            except json.JSONDecodeError:
-                pass
+           "ld_preload": env.get("LD_PRELOAD"), "rc": w["rc"], "timed_out": timed_out,
+           "seconds": w["seconds"], "result": w["objs"][-1] if w["objs"] else None,
+           "error": None}
     res = rec["result"]
     if timed_out:
         rec["error"] = f"timed out after {args.timeout:.0f} s"
-    elif proc.returncode != 0 or res is None:
-        rec["error"] = f"exit {proc.returncode}" + ("" if res else ", no result line")
+    elif w["rc"] != 0 or res is None:
+        rec["error"] = f"exit {w['rc']}" + ("" if res else ", no result line")
     else:
         mapped = [r["interposer"] for r in res["ranks"]]
         if mode == "preload" and not all(mapped):

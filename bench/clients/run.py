@@ -121,32 +121,44 @@ def side_env(args, side):
     return env
 
 
-def run_process(args, spec, clients, side, rnd, profile):
-    """One worker process; its JSON lines, or errors for the clients it did not report."""
-    argv = worker_argv(args, spec, clients, side, profile)
-    env = side_env(args, side)
+def run_worker(argv, env, timeout):
+    """Runs a worker process in a session of its own, so that a timeout kills its whole
+    process group (the ranks it started too).  Returns its return code, stdout, stderr,
+    whether it timed out, its seconds, and the JSON objects of its stdout lines starting
+    with '{'."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True, start_new_session=True)
     timed_out = False
     try:
-        out, err = proc.communicate(timeout=args.timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group
+        os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-    rec = {"graph": spec, "side": side, "round": rnd, "profile": profile, "clients": clients,
-           "argv": argv, "ld_preload": env.get("LD_PRELOAD"), "rc": proc.returncode,
-           "timed_out": timed_out, "seconds": round(time.perf_counter() - t0, 2), "lines": []}
+    objs = []
     for line in out.splitlines():
         if line.startswith("{"):
             try:
-                rec["lines"].append(json.loads(line))
+                objs.append(json.loads(line))
             except json.JSONDecodeError:
                 pass
+    return {"rc": proc.returncode, "out": out, "err": err, "timed_out": timed_out,
+            "seconds": round(time.perf_counter() - t0, 2), "objs": objs}
+
+
+def run_process(args, spec, clients, side, rnd, profile):
+    """One worker process; its JSON lines, or errors for the clients it did not report."""
+    argv = worker_argv(args, spec, clients, side, profile)
+    env = side_env(args, side)
+    w = run_worker(argv, env, args.timeout)
+    err, timed_out = w["err"], w["timed_out"]
+    rec = {"graph": spec, "side": side, "round": rnd, "profile": profile, "clients": clients,
+           "argv": argv, "ld_preload": env.get("LD_PRELOAD"), "rc": w["rc"],
+           "timed_out": timed_out, "seconds": w["seconds"], "lines": w["objs"]}
     seen = {r.get("client") for r in rec["lines"]}
     why = (f"timed out after {args.timeout:.0f} s" if timed_out
-           else f"exit {proc.returncode}, no result line")
+           else f"exit {w['rc']}, no result line")
     tail = err.strip().splitlines()[-1][:200] if err.strip() else ""
     for c in clients:
         if c not in seen:
