@@ -132,11 +132,22 @@ typedef struct {
     size_t dev_bytes;         /* bytes of the plan's allocations */
 } tc_convert_extra;
 
+/* The plan's one device allocation as tc_convert_gpu lays it out (16-byte aligned parts):
+ * the upper bounds it is sized by (blocks <= (nnz + 7 min(windows, nnz)) / 8 and blocks <=
+ * windows ceil(cols / 8); chunk slots of the balanced schedule, chunk_blocks blocks a chunk,
+ * 0: the default), the place of each array, and the bytes.  win_rows: the plan keeps the
+ * caller's row of each window row (rows ordered on the GPU). */
+typedef struct {
+    int64_t windows, blocks_bound, slots;
+    size_t blk_off, blk_col, val_idx, blk_pos, chunks, split, win_row, bytes;
+} tc_plan_layout;
+tc_plan_layout tc_plan_layout_of(int64_t rows, int64_t cols, int64_t nnz, int chunk_blocks,
+                                 int win_rows);
+
 /* Builds ME-TCF on the GPU (rows permuted by in->row_new when not NULL; val_idx still
  * indexes the caller's values array), with the statistics and schedule of *x.  One
  * allocation (from the conversion's memory pool where it can; tc_dev_metcf_free waits for
- * the device before freeing it), sized by upper bounds (blocks <= (nnz + 7 min(windows,
- * nnz)) / 8 and blocks <= windows ceil(cols / 8)), and one
+ * the device before freeing it), laid out by tc_plan_layout_of, and one
  * synchronisation at the end, after which the plan may be used on any stream.  Invalid input
  * (offsets, indices out of range, duplicates) gives TCSPARSE_STATUS_INVALID_VALUE; sizes
  * beyond int32 give TCSPARSE_STATUS_NOT_SUPPORTED. */

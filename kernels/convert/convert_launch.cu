@@ -162,6 +162,27 @@ extern "C" int tc_convert_can_order(const tc_convert_input *in)
     return in->format == TCSPARSE_FORMAT_CSR && in->row_new == nullptr;
 }
 
+extern "C" tc_plan_layout tc_plan_layout_of(int64_t rows, int64_t cols, int64_t nnz,
+                                            int chunk_blocks, int win_rows)
+{
+    tc_plan_layout l{};
+    l.windows = (rows + 15) / 16;
+    l.blocks_bound = (nnz + 7 * (l.windows < nnz ? l.windows : nnz)) / 8;
+    if (l.windows * ((cols + 7) / 8) < l.blocks_bound)
+        l.blocks_bound = l.windows * ((cols + 7) / 8);
+    l.slots = l.windows + l.blocks_bound / (chunk_blocks > 0 ? chunk_blocks : 16) + 1;
+    const size_t w = (size_t)l.windows, b = (size_t)l.blocks_bound;
+    l.blk_off = align16(4 * (w + 1));
+    l.blk_col = l.blk_off + align16(4 * (b + 1));
+    l.val_idx = l.blk_col + 32 * b;
+    l.blk_pos = l.val_idx + align16(4 * (size_t)nnz);
+    l.chunks = l.blk_pos + align16((size_t)nnz);
+    l.split = l.chunks + 16 * (size_t)l.slots;
+    l.win_row = align16(l.split + 4 * w);
+    l.bytes = win_rows ? l.win_row + 4 * 16 * w : l.split + 4 * w + 1;
+    return l;
+}
+
 extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_metcf *out,
                                            tc_convert_extra *xo, cudaStream_t s, char *err,
                                            size_t errlen)
@@ -264,10 +285,9 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // and d <= its nonzeros and d <= cols (the second bound is the tighter one for matrices
     // of few columns, whose windows are dense); every window has at least one chunk and a
     // window of b >= 1 blocks at most 1 + (b - 1) / length of them.
-    bub = (nnz + 7 * (windows < nnz ? (int64_t)windows : nnz)) / 8;
-    if ((int64_t)windows * ((in->cols + 7) / 8) < bub)
-        bub = (int64_t)windows * ((in->cols + 7) / 8);
-    slots = (int64_t)windows + bub / (xo->force_chunk > 0 ? xo->force_chunk : 16) + 1;
+    const tc_plan_layout lay = tc_plan_layout_of(in->rows, in->cols, nnz, xo->force_chunk, gkeys);
+    bub = lay.blocks_bound;
+    slots = lay.slots;
     if (bub >= (1ll << 31) - 1 || slots >= (1ll << 31) - 1) {
         snprintf(err, errlen, "ME-TCF conversion on the GPU: %lld nonzeros exceed the int32 "
                  "tensor-core plan's block arrays", (long long)nnz);
@@ -279,12 +299,7 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
     // cudaMalloc.  cudaMalloc blocks the host for 0.15-0.5 ms on the H100, longer than the
     // first kernels it is made behind; from the pool, once warm, it costs microseconds.
     auto alloc_plan = [&]() -> cudaError_t {
-        const size_t a_win = 0, a_off = a_win + align16(4 * ((size_t)windows + 1));
-        const size_t a_col = a_off + align16(4 * ((size_t)bub + 1));
-        const size_t a_val = a_col + 32 * (size_t)bub, a_pos = a_val + align16(4 * (size_t)nnz);
-        const size_t a_ch = a_pos + align16((size_t)nnz), a_sp = a_ch + 16 * (size_t)slots;
-        const size_t a_wr = align16(a_sp + 4 * (size_t)windows); // win_row (gkeys)
-        dev_bytes = gkeys ? a_wr + 4 * 16 * (size_t)windows : a_sp + 4 * (size_t)windows + 1;
+        dev_bytes = lay.bytes;
         char *base = nullptr;
         cudaError_t e = cudaErrorMemoryAllocation;
         if (cudaMemPool_t p = scratch_pool(xo->keep_scratch, s)) {
@@ -301,14 +316,14 @@ extern "C" tcsparseStatus_t tc_convert_gpu(const tc_convert_input *in, tc_dev_me
             e = cudaMalloc(&base, dev_bytes);
         if (e != cudaSuccess)
             return e;
-        m.win_off = reinterpret_cast<int32_t *>(base + a_win);
-        m.blk_off = reinterpret_cast<int32_t *>(base + a_off);
-        m.blk_col = reinterpret_cast<int32_t *>(base + a_col);
-        m.val_idx = reinterpret_cast<int32_t *>(base + a_val);
-        m.blk_pos = reinterpret_cast<uint8_t *>(base + a_pos);
-        chunks = reinterpret_cast<tc_chunk *>(base + a_ch);
-        split = reinterpret_cast<int32_t *>(base + a_sp);
-        m.win_row = gkeys ? reinterpret_cast<int32_t *>(base + a_wr) : nullptr;
+        m.win_off = reinterpret_cast<int32_t *>(base);
+        m.blk_off = reinterpret_cast<int32_t *>(base + lay.blk_off);
+        m.blk_col = reinterpret_cast<int32_t *>(base + lay.blk_col);
+        m.val_idx = reinterpret_cast<int32_t *>(base + lay.val_idx);
+        m.blk_pos = reinterpret_cast<uint8_t *>(base + lay.blk_pos);
+        chunks = reinterpret_cast<tc_chunk *>(base + lay.chunks);
+        split = reinterpret_cast<int32_t *>(base + lay.split);
+        m.win_row = gkeys ? reinterpret_cast<int32_t *>(base + lay.win_row) : nullptr;
         m.win_row_inside = gkeys;
         return cudaSuccess;
     };

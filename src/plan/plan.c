@@ -571,16 +571,6 @@ int tc_plan_room(size_t free_b, size_t need, size_t reserve)
     return free_b >= need && free_b - need >= reserve;
 }
 
-/* The least device memory a plan of d takes: its per-nonzero arrays (the value index and
- * the position in the block), the window offsets, and the blocks of 8 columns, at most 128
- * nonzeros each. */
-static size_t tc_plan_floor_bytes(const struct tcsparseSpMatDescr *d)
-{
-    const int64_t windows = (d->rows + TC_WIN_ROWS - 1) / TC_WIN_ROWS;
-    const int64_t blocks = (d->nnz + TC_WIN_ROWS * TC_BLK_COLS - 1) / (TC_WIN_ROWS * TC_BLK_COLS);
-    return (size_t)(5 * d->nnz + 4 * (windows + 1) + (4 + 4 * TC_BLK_COLS) * blocks + 4);
-}
-
 /* The device's free memory when a build starts, and what TCSPARSE_MEM_RESERVE keeps of it;
  * known = 0 where the driver cannot tell (the plan's allocations themselves decide then). */
 typedef struct {
@@ -623,15 +613,18 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
 {
     const struct tcsparseSpMatDescr *d = md;
     /* Room for the plan, first (it costs one driver query; the guard's check below
-     * synchronises): at least its floor, or the size of the last plan of this structure refused
+     * synchronises): the allocation of a plan in the caller's row order (a plan with rows
+     * ordered on the GPU takes more), or the size of the last plan of this structure refused
      * for memory.  The check after the build compares the plan's own bytes with the same free
      * memory (the conversion's scratch, held by its pool until later, does not count), so a
      * refused plan is built again only once the device has room for it. */
     const tc_mem_room room = tc_mem_room_now();
-    const size_t floor_bytes = tc_plan_floor_bytes(d);
-    const int known_size = md->mem_refused > floor_bytes;
+    const size_t least =
+        tc_plan_layout_of(d->rows, d->cols, d->nnz, tc_config_get()->convert.chunk_blocks, 0)
+            .bytes;
+    const int known_size = md->mem_refused > least;
     tcsparseStatus_t st =
-        tc_mem_room_check(&room, known_size ? md->mem_refused : floor_bytes, !known_size);
+        tc_mem_room_check(&room, known_size ? md->mem_refused : least, !known_size);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
     st = tc_guard_vouches(h, md);

@@ -312,3 +312,28 @@ Test(config, mem_reserve, .init = clean_and_redirect)
         "tcsparse: TCSPARSE_MEM_RESERVE='.%' is not a percentage up to 100% or a byte count "
         "(digits with an optional K, M or G); 5% of the device's memory is kept free\n");
 }
+
+/* The plan's allocation as the GPU conversion lays it out (the size a plan build checks
+ * against TCSPARSE_MEM_RESERVE first), by hand for 32 x 100 with 40 nonzeros: 2 windows,
+ * blocks <= (40 + 7 * 2) / 8 = 6, 2 + 6 / 16 + 1 = 3 chunk slots, parts 16-byte aligned. */
+Test(plan, layout_of_a_small_matrix)
+{
+    tc_plan_layout l = tc_plan_layout_of(32, 100, 40, 0, 0);
+    cr_assert_eq(l.windows, 2);
+    cr_assert_eq(l.blocks_bound, 6);
+    cr_assert_eq(l.slots, 3);
+    cr_assert_eq(l.blk_off, 16);  /* win_off: 3 ints */
+    cr_assert_eq(l.blk_col, 48);  /* blk_off: 7 ints */
+    cr_assert_eq(l.val_idx, 240); /* blk_col: 6 blocks of 8 ints */
+    cr_assert_eq(l.blk_pos, 400); /* val_idx: 40 ints */
+    cr_assert_eq(l.chunks, 448);  /* blk_pos: 40 bytes */
+    cr_assert_eq(l.split, 496);   /* chunks: 3 of 16 bytes */
+    cr_assert_eq(l.bytes, 505);   /* split: 2 ints, and a byte */
+    l = tc_plan_layout_of(32, 100, 40, 0, 1);
+    cr_assert_eq(l.win_row, 512);
+    cr_assert_eq(l.bytes, 640); /* 16 rows a window */
+    /* few columns bound the blocks: 2 windows x 1 block; chunks of 1 block */
+    l = tc_plan_layout_of(32, 5, 40, 1, 0);
+    cr_assert_eq(l.blocks_bound, 2);
+    cr_assert_eq(l.slots, 5);
+}
