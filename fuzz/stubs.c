@@ -29,6 +29,14 @@ int tc_convert_can_order(const tc_convert_input *in)
     abort();
 }
 
+tc_plan_layout tc_plan_layout_of(int64_t rows, int64_t cols, int64_t nnz, int chunk_blocks,
+                                 int win_rows)
+{
+    (void)rows, (void)cols, (void)nnz, (void)chunk_blocks, (void)win_rows;
+    fprintf(stderr, "fuzz stub: tc_plan_layout_of called\n");
+    abort();
+}
+
 int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
                           cudaStream_t stream, unsigned long long *dword,
                           unsigned long long *hword, uint64_t *fp)
