@@ -19,7 +19,7 @@ struct Tf32 {     // FP32 data, one TF32 product
     static constexpr bool kSplit = false;
     static constexpr bool kHalf = false;
 };
-struct Tf32x3 {   // FP32 data, 3xTF32 (big*big + big*small + small*big)
+struct Tf32x3 {   // FP32 data, 3xTF32: big*big in TF32, big*small + small*big in one BF16 MMA
     using T = float;
     static constexpr bool kSplit = true;
     static constexpr bool kHalf = false;

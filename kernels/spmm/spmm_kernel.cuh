@@ -82,6 +82,16 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// m16n8k16 BF16: 3xTF32's two correction products in one instruction (block_mma).
+__device__ __forceinline__ void mma_bf16_k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 template <class T>
 __device__ __forceinline__ void mma_16(float (&d)[4], const uint32_t (&a)[2], uint32_t b);
 template <>
@@ -145,23 +155,47 @@ __device__ __forceinline__ void block_mma(float (&acc)[J][4], const float (&a)[4
 #pragma unroll
         for (int j = 0; j < J; ++j)
             mma_16<T>(acc[j], af, pack2raw<T>(b0[j], b1[j]));
+    } else if constexpr (!P::kSplit) {
+        uint32_t big[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            big[i] = tf32_bits(a[i]);
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+            mma_tf32(acc[j], big, tf32_bits(b0[j]), tf32_bits(b1[j]));
     } else {
-        uint32_t big[4], small[4];
+        // 3xTF32: A*B = big(A)*big(B) + big(A)*small(B) + small(A)*big(B), small(x) = x -
+        // big(x), big = TF32 (cvt.rna), the small*small term (2^-22 relative) dropped.  The two
+        // correction products are about 2^-11 of the main one, so BF16 (8-bit significand)
+        // carries them with about 2^-19 relative error of the product; both go into one
+        // m16n8k16 BF16 MMA whose K = 16 is the 8 columns of A twice: [A | small(A)] times
+        // [small(B) ; B].  K may be numbered in any order that A and B share, and this one
+        // needs no data from other lanes: lane (g, t) holds A columns t and t + 4 and B rows
+        // t and t + 4 (TF32 m16n8k8 fragments), and the k16 fragment wants, of both, K indices
+        // 2t, 2t + 1 (taken as A's columns t, t + 4 against small(B)'s rows t, t + 4) and
+        // 2t + 8, 2t + 9 (small(A)'s columns t, t + 4 against B's rows t, t + 4).
+        // a = {(g,t), (g+8,t), (g,t+4), (g+8,t+4)}; k16 A registers: {row g, K 2t/2t+1},
+        // {row g+8, same}, {row g, K 2t+8/2t+9}, {row g+8, same}.
+        uint32_t big[4], corr[4];
+        float small[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             big[i] = tf32_bits(a[i]);
-            small[i] = tf32_bits(a[i] - __uint_as_float(big[i]));
+            small[i] = a[i] - __uint_as_float(big[i]);
         }
+        corr[0] = pack2<__nv_bfloat16>(a[0], a[2]);
+        corr[1] = pack2<__nv_bfloat16>(a[1], a[3]);
+        corr[2] = pack2<__nv_bfloat16>(small[0], small[2]);
+        corr[3] = pack2<__nv_bfloat16>(small[1], small[3]);
 #pragma unroll
         for (int j = 0; j < J; ++j) {
-            uint32_t bb0 = tf32_bits(b0[j]), bb1 = tf32_bits(b1[j]);
-            if constexpr (P::kSplit) {
-                // small terms first: they are tiny and lose nothing added to a zero sum
-                uint32_t bs0 = tf32_bits(b0[j] - __uint_as_float(bb0));
-                uint32_t bs1 = tf32_bits(b1[j] - __uint_as_float(bb1));
-                mma_tf32(acc[j], small, bb0, bb1);
-                mma_tf32(acc[j], big, bs0, bs1);
-            }
+            const uint32_t bb0 = tf32_bits(b0[j]), bb1 = tf32_bits(b1[j]);
+            // k16 B registers: {K 2t, 2t+1} = small(B) rows t, t+4; {K 2t+8, 2t+9} = B's
+            const uint32_t bs = pack2<__nv_bfloat16>(b0[j] - __uint_as_float(bb0),
+                                                     b1[j] - __uint_as_float(bb1));
+            const uint32_t bf = pack2<__nv_bfloat16>(b0[j], b1[j]);
+            // the small terms first: they lose nothing added to a zero sum
+            mma_bf16_k16(acc[j], corr, bs, bf);
             mma_tf32(acc[j], big, bb0, bb1);
         }
     }
