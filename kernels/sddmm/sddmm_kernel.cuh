@@ -120,34 +120,41 @@ __device__ __forceinline__ void stage_a(char *sa, int stride, const Params &p, i
 
 // ---- one chunk of A times the B pieces -------------------------------------------------------
 
-// The lane's A words of one chunk for rows g ([0]) and g+8 ([1]): TF32 big parts (and the
-// small parts for 3xTF32) converted once, then shared by the warp's blocks; FP16 pairs raw.
+// The lane's A words of one chunk for rows g ([0]) and g+8 ([1]): TF32 big parts (and for
+// 3xTF32 each MMA's BF16 correction registers, split3_a) converted once, then shared by the
+// warp's blocks; FP16 pairs raw.
 template <class P>
 struct AFrag {
     uint32_t hi[2][kLaneWords];
-    uint32_t lo[P::kSplit ? 2 : 1][P::kSplit ? kLaneWords : 1];
+    uint32_t corr[P::kSplit ? kMmasPerChunk : 1][P::kSplit ? 4 : 1];
 };
 
 template <class P>
 __device__ __forceinline__ void load_a(AFrag<P> &a, const char *sa, int stride, int c, int g,
                                        int t)
 {
+    uint32_t w[2][kLaneWords];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const uint4 *q = reinterpret_cast<const uint4 *>(sa + (g + 8 * h) * stride +
                                                          c * kChunkBytes + t * kLaneBytes);
-        uint32_t w[kLaneWords];
-        unpack(w, q[0], q[1]);
+        unpack(w[h], q[0], q[1]);
 #pragma unroll
         for (int j = 0; j < kLaneWords; ++j) {
-            if constexpr (P::kHalf) {
-                a.hi[h][j] = w[j];
-            } else {
-                const float x = __uint_as_float(w[j]);
-                a.hi[h][j] = tf32_bits(x);
-                if constexpr (P::kSplit)
-                    a.lo[h][j] = tf32_bits(x - __uint_as_float(a.hi[h][j]));
-            }
+            if constexpr (P::kHalf)
+                a.hi[h][j] = w[h][j];
+            else
+                a.hi[h][j] = tf32_bits(__uint_as_float(w[h][j]));
+        }
+    }
+    if constexpr (P::kSplit) {
+#pragma unroll
+        for (int i = 0; i < kMmasPerChunk; ++i) {
+            const float f[4] = {__uint_as_float(w[0][2 * i]), __uint_as_float(w[1][2 * i]),
+                                __uint_as_float(w[0][2 * i + 1]),
+                                __uint_as_float(w[1][2 * i + 1])};
+            uint32_t big[4]; // a.hi's words again
+            split3_a(big, a.corr[i], f);
         }
     }
 }
@@ -179,17 +186,10 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[4], const AFrag<P> &a,
         float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int i = 0; i < kMmasPerChunk; ++i) {
-            const float x0 = __uint_as_float(b[2 * i]), x1 = __uint_as_float(b[2 * i + 1]);
-            const uint32_t bb0 = tf32_bits(x0), bb1 = tf32_bits(x1);
-            const uint32_t bs0 = tf32_bits(x0 - __uint_as_float(bb0));
-            const uint32_t bs1 = tf32_bits(x1 - __uint_as_float(bb1));
             const uint32_t ab[4] = {a.hi[0][2 * i], a.hi[1][2 * i], a.hi[0][2 * i + 1],
                                     a.hi[1][2 * i + 1]};
-            const uint32_t as[4] = {a.lo[0][2 * i], a.lo[1][2 * i], a.lo[0][2 * i + 1],
-                                    a.lo[1][2 * i + 1]};
-            mma_tf32(part, as, bb0, bb1); // small terms first, while the sum is small
-            mma_tf32(part, ab, bs0, bs1);
-            mma_tf32(part, ab, bb0, bb1);
+            split3_mma(part, ab, a.corr[i], __uint_as_float(b[2 * i]),
+                       __uint_as_float(b[2 * i + 1]));
         }
 #pragma unroll
         for (int q = 0; q < 4; ++q)

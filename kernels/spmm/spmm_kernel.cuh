@@ -112,6 +112,49 @@ __device__ __forceinline__ void mma_16<__nv_bfloat16>(float (&d)[4], const uint3
                  : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
+// ---- 3xTF32 ---------------------------------------------------------------------------------
+
+// A*B = big(A)*big(B) + big(A)*small(B) + small(A)*big(B), big = TF32 (cvt.rna), small(x) =
+// x - big(x), the small*small term (2^-22 relative) dropped.  The two correction products are
+// about 2^-11 of the main one, so BF16 (8-bit significand) carries them with about 2^-19
+// relative error of the product; both go into one m16n8k16 BF16 MMA whose K = 16 is the 8 of
+// the TF32 MMA twice: [A | small(A)] times [small(B) ; B].  K may be numbered in any order
+// that A and B share, and this one needs nothing from other lanes: lane (g, t) holds A
+// columns t and t + 4 and B rows t and t + 4 (m16n8k8 TF32 fragments); its k16 fragments
+// want K indices 2t, 2t + 1 (here A's columns t, t + 4 against small(B)'s rows t, t + 4) and
+// 2t + 8, 2t + 9 (small(A)'s columns t, t + 4 against B's rows t, t + 4).  Used by the SpMM
+// (block_mma) and SDDMM (chunk_mma) kernels.
+
+// A fragment a = {(g,t), (g+8,t), (g,t+4), (g+8,t+4)}: its TF32 words and the k16 BF16 A
+// registers of the corrections, {row g, K 2t/2t+1}, {row g+8, same}, {row g, K 2t+8/2t+9},
+// {row g+8, same}.
+__device__ __forceinline__ void split3_a(uint32_t (&big)[4], uint32_t (&corr)[4],
+                                         const float (&a)[4])
+{
+    float small[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        big[i] = tf32_bits(a[i]);
+        small[i] = a[i] - __uint_as_float(big[i]);
+    }
+    corr[0] = pack2<__nv_bfloat16>(a[0], a[2]);
+    corr[1] = pack2<__nv_bfloat16>(a[1], a[3]);
+    corr[2] = pack2<__nv_bfloat16>(small[0], small[2]);
+    corr[3] = pack2<__nv_bfloat16>(small[1], small[3]);
+}
+
+// d += A * B for B rows t (b0) and t + 4 (b1) of column g: the corrections first (tiny: they
+// lose nothing added to a small sum), then the main product.
+__device__ __forceinline__ void split3_mma(float (&d)[4], const uint32_t (&big)[4],
+                                           const uint32_t (&corr)[4], float b0, float b1)
+{
+    const uint32_t bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
+    // k16 B registers: {K 2t, 2t+1} = small(B) rows t, t+4; {K 2t+8, 2t+9} = B's
+    const uint32_t bs = pack2<__nv_bfloat16>(b0 - __uint_as_float(bb0), b1 - __uint_as_float(bb1));
+    mma_bf16_k16(d, corr, bs, pack2<__nv_bfloat16>(b0, b1));
+    mma_tf32(d, big, bb0, bb1);
+}
+
 // ---- per-block loads ------------------------------------------------------------------
 
 // J consecutive elements of B row `row` from column `col`; zeros for padding columns and
@@ -164,40 +207,11 @@ __device__ __forceinline__ void block_mma(float (&acc)[J][4], const float (&a)[4
         for (int j = 0; j < J; ++j)
             mma_tf32(acc[j], big, tf32_bits(b0[j]), tf32_bits(b1[j]));
     } else {
-        // 3xTF32: A*B = big(A)*big(B) + big(A)*small(B) + small(A)*big(B), small(x) = x -
-        // big(x), big = TF32 (cvt.rna), the small*small term (2^-22 relative) dropped.  The two
-        // correction products are about 2^-11 of the main one, so BF16 (8-bit significand)
-        // carries them with about 2^-19 relative error of the product; both go into one
-        // m16n8k16 BF16 MMA whose K = 16 is the 8 columns of A twice: [A | small(A)] times
-        // [small(B) ; B].  K may be numbered in any order that A and B share, and this one
-        // needs no data from other lanes: lane (g, t) holds A columns t and t + 4 and B rows
-        // t and t + 4 (TF32 m16n8k8 fragments), and the k16 fragment wants, of both, K indices
-        // 2t, 2t + 1 (taken as A's columns t, t + 4 against small(B)'s rows t, t + 4) and
-        // 2t + 8, 2t + 9 (small(A)'s columns t, t + 4 against B's rows t, t + 4).
-        // a = {(g,t), (g+8,t), (g,t+4), (g+8,t+4)}; k16 A registers: {row g, K 2t/2t+1},
-        // {row g+8, same}, {row g, K 2t+8/2t+9}, {row g+8, same}.
         uint32_t big[4], corr[4];
-        float small[4];
+        split3_a(big, corr, a);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            big[i] = tf32_bits(a[i]);
-            small[i] = a[i] - __uint_as_float(big[i]);
-        }
-        corr[0] = pack2<__nv_bfloat16>(a[0], a[2]);
-        corr[1] = pack2<__nv_bfloat16>(a[1], a[3]);
-        corr[2] = pack2<__nv_bfloat16>(small[0], small[2]);
-        corr[3] = pack2<__nv_bfloat16>(small[1], small[3]);
-#pragma unroll
-        for (int j = 0; j < J; ++j) {
-            const uint32_t bb0 = tf32_bits(b0[j]), bb1 = tf32_bits(b1[j]);
-            // k16 B registers: {K 2t, 2t+1} = small(B) rows t, t+4; {K 2t+8, 2t+9} = B's
-            const uint32_t bs = pack2<__nv_bfloat16>(b0[j] - __uint_as_float(bb0),
-                                                     b1[j] - __uint_as_float(bb1));
-            const uint32_t bf = pack2<__nv_bfloat16>(b0[j], b1[j]);
-            // the small terms first: they lose nothing added to a zero sum
-            mma_bf16_k16(acc[j], corr, bs, bf);
-            mma_tf32(acc[j], big, bb0, bb1);
-        }
+        for (int j = 0; j < J; ++j)
+            split3_mma(acc[j], big, corr, b0[j], b1[j]);
     }
 }
 
