@@ -3,7 +3,9 @@
 and under LD_PRELOAD=libtcsparse_preload.so, in interleaved rounds of separate processes
 (plain, preload, plain, preload, ...).  Prints per client and graph the median and spread of
 each side, the speed-up, the float64 checks, and the speed-up the sparse products' share of
-the plain time allows (Amdahl); --json FILE keeps everything.  bench/clients/README.md.
+the plain time allows (Amdahl); --control adds a third side, the interposer passing every call
+through, as a measure of the spread between processes; --json FILE keeps everything.
+bench/clients/README.md.
 """
 import argparse
 import json
@@ -60,6 +62,11 @@ def parse_args():
                     "checks accept the TF32 bound")
     ap.add_argument("--preload-env", action="append", default=[], metavar="VAR=VALUE",
                     help="extra environment of the preload side (repeatable)")
+    ap.add_argument("--control", action="store_true", help="a third side in every round, after "
+                    "the other two: the interposer with TCSPARSE_ROUTE=cusparse (every call "
+                    "passed through, at most a fraction of a microsecond each); its x against "
+                    "plain is the spread between processes that tcsparse's decisions play no "
+                    "part in")
     for opt, kind in (("--warmup", int), ("--reps", int), ("--inner", int),
                       ("--profile-iters", int), ("--features", int), ("--hidden", int),
                       ("--classes", int), ("--qk", int), ("--spmm-n", str),
@@ -73,6 +80,7 @@ def parse_args():
     else:
         args.graph_list = CPU_GRAPHS if args.device == "cpu" else DEFAULT_GRAPHS
     args.rounds = args.rounds or (5 if args.full else 3)
+    args.sides = ("plain", "preload", "passthru") if args.control else ("plain", "preload")
     args.client_list = [c for c in args.clients.split(",") if c]
     unknown = [c for c in args.client_list if c not in CLIENTS]
     if unknown:
@@ -111,6 +119,9 @@ def worker_argv(args, spec, clients, side, profile):
 def side_env(args, side):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    if side == "passthru" and args.so:
+        env["LD_PRELOAD"] = args.so
+        env["TCSPARSE_ROUTE"] = "cusparse"
     if side == "preload" and args.so:
         env["LD_PRELOAD"] = args.so
         if args.tf32:
@@ -208,8 +219,9 @@ def aggregate(args, procs, graph_info):
                     "client": line["client"], "measurement": m["name"], "graph": line["graph"],
                     "unit": m.get("unit"), "nodes": graph_info.get(line["graph"], {}).get("n"),
                     "nnz": graph_info.get(line["graph"], {}).get("nnz"),
-                    "plain": [], "preload": [], "errors": [], "notes": [],
-                    "check_max": {"plain": None, "preload": None}, "profile": {}})
+                    "plain": [], "preload": [], "passthru": [], "errors": [], "notes": [],
+                    "check_max": {"plain": None, "preload": None, "passthru": None},
+                    "profile": {}})
                 side = line["side"]
                 row["unit"] = row["unit"] or m.get("unit")
                 if line.get("nnz"):
@@ -231,13 +243,14 @@ def aggregate(args, procs, graph_info):
                     row["profile"][side] = m["profile"]
     out = []
     for row in rows.values():
-        for side in ("plain", "preload"):
+        for side in ("plain", "preload", "passthru"):
             v = row[side]
             row[side + "_ms"] = statistics.median(v) if v else None
             row[side + "_min"] = min(v) if v else None
             row[side + "_max"] = max(v) if v else None
         a, b = row["plain_ms"], row["preload_ms"]
         row["speedup"] = a / b if a and b else None
+        row["control"] = a / row["passthru_ms"] if a and row["passthru_ms"] else None
         pp, pq = row["profile"].get("plain"), row["profile"].get("preload")
         row["share"] = row["r"] = row["allowed"] = row["of_allowed"] = None
         if pp and pq and a and pp["sparse_ms"] > 0 and pq["sparse_ms"] > 0:
@@ -247,8 +260,7 @@ def aggregate(args, procs, graph_info):
             row["allowed"] = amdahl(row["share"], row["r"])
             if row["speedup"]:
                 row["of_allowed"] = row["speedup"] / row["allowed"]
-        row["ok"] = not row["errors"] and len(row["plain"]) == args.rounds \
-            and len(row["preload"]) == args.rounds
+        row["ok"] = not row["errors"] and all(len(row[s]) == args.rounds for s in args.sides)
         out.append(row)
     return out
 
@@ -264,8 +276,13 @@ def print_table(args, rows):
     print("s: share of the plain time in sparse-product kernels; r: their speed-up (plain / "
           "preload kernel time); allowed = 1/((1-s)+s/r); ach/all = x / allowed.")
     print("err: largest relative error against float64 over the rounds (plain / preload).")
+    ctl = args.control
+    if ctl:
+        print("ctl: plain median / median of the pass-through side (the interposer with "
+              "TCSPARSE_ROUTE=cusparse): the processes' own spread.")
     hdr = (f"{'client':<10} {'graph':<22} {'nnz':>10} {'plain ms':>9} {'[min-max]':>19} "
-           f"{'preload ms':>10} {'[min-max]':>19} {'x':>6} {'s':>5} {'r':>6} {'allowed':>7} "
+           f"{'preload ms':>10} {'[min-max]':>19} {'x':>6} {'   ctl ' if ctl else ''}"
+           f"{'s':>5} {'r':>6} {'allowed':>7} "
            f"{'ach/all':>7} {'err':>17}  status")
     print(hdr)
     print("-" * len(hdr))
@@ -282,15 +299,18 @@ def print_table(args, rows):
         print(f"{name:<10} {r['graph'][:22]:<22} {fmt(r['nnz'], 'd'):>10} "
               f"{fmt(r['plain_ms'], '.4f'):>9} {spread['plain']:>19} "
               f"{fmt(r['preload_ms'], '.4f'):>10} {spread['preload']:>19} "
-              f"{fmt(r['speedup'], '.3f'):>6} {fmt(r['share'], '.2f'):>5} "
+              f"{fmt(r['speedup'], '.3f'):>6} "
+              f"{(format(fmt(r.get('control'), '.3f'), '>6') + ' ') if ctl else ''}"
+              f"{fmt(r['share'], '.2f'):>5} "
               f"{fmt(r['r'], '.3f'):>6} {fmt(r['allowed'], '.3f'):>7} "
               f"{fmt(r['of_allowed'], '.3f'):>7} {err:>17}  {status}")
 
 
 def goals(rows):
     done = [r for r in rows if r["speedup"] is not None]
-    slower = [f"{r['measurement']}@{r['graph']} {r['speedup']:.3f}x" for r in done
-              if r["speedup"] < NEVER_SLOWER]
+    slower = [f"{r['measurement']}@{r['graph']} {r['speedup']:.3f}x"
+              + (f" (pass-through {r['control']:.3f}x)" if r.get("control") else "")
+              for r in done if r["speedup"] < NEVER_SLOWER]
     big = [r for r in done if r["measurement"] == "spmm_n128" and (r["nnz"] or 0) >= SPMM_GOAL_NNZ]
     gm = geomean([r["speedup"] for r in big])
     return {
@@ -372,8 +392,9 @@ def main():
         groups = [[c] for c in args.client_list] if args.isolate else [args.client_list]
         for clients in groups:
             for rnd in range(1, args.rounds + 1):
-                for side in ("plain", "preload"):
-                    jobs.append((spec, clients, rnd, side, rnd == 1 and not args.no_profile))
+                for side in args.sides:
+                    jobs.append((spec, clients, rnd, side,
+                                 rnd == 1 and side != "passthru" and not args.no_profile))
     est = [estimate_seconds(args, graph_info[j[0]]["nnz"], j[1], j[4]) for j in jobs]
     print(f"{len(jobs)} processes, estimated {sum(est) / 60:.1f} min (a guess from the sizes; "
           f"the progress lines show the real pace), timeout {args.timeout:.0f} s each")
@@ -401,10 +422,12 @@ def main():
             for c in args.client_list:
                 rows.append({"client": c, "measurement": c, "graph": spec, "nnz": None,
                              "ok": False, "errors": [f"graph: {info['error']}"], "notes": [],
-                             "plain_ms": None, "preload_ms": None, "plain_min": None,
+                             "plain_ms": None, "preload_ms": None, "passthru_ms": None,
+                             "control": None, "plain_min": None,
                              "plain_max": None, "preload_min": None, "preload_max": None,
                              "speedup": None, "share": None, "r": None, "allowed": None,
-                             "of_allowed": None, "check_max": {"plain": None, "preload": None},
+                             "of_allowed": None,
+                             "check_max": {"plain": None, "preload": None, "passthru": None},
                              "profile": {}})
     first = next((ln for p in procs for ln in p["lines"] if ln.get("torch")), {})
     pyg = next((ln["pyg"] for p in procs for ln in p["lines"] if ln.get("pyg")), None)
