@@ -42,15 +42,6 @@ template <class T> struct Raw;
 template <> struct Raw<float> { using type = uint32_t; };
 template <> struct Raw<__half> { using type = uint16_t; };
 
-__device__ __forceinline__ void mma_f16_k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                            uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // ---- loads ---------------------------------------------------------------------------------
 
 // Elements [k, k + 16 bytes) of one row of A or column of B, zero past K: a tail never reads
@@ -172,7 +163,7 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[4], const AFrag<P> &a,
         for (int i = 0; i < kMmasPerChunk; ++i) {
             const uint32_t af[4] = {a.hi[0][2 * i], a.hi[1][2 * i], a.hi[0][2 * i + 1],
                                     a.hi[1][2 * i + 1]};
-            mma_f16_k16(acc, af, b[2 * i], b[2 * i + 1]);
+            mma_k16<__half>(acc, af, b[2 * i], b[2 * i + 1]);
         }
     } else if constexpr (!P::kSplit) {
 #pragma unroll

@@ -82,9 +82,22 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// m16n8k16 BF16: 3xTF32's two correction products in one instruction (block_mma).
-__device__ __forceinline__ void mma_bf16_k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1)
+// m16n8k16 with 16-bit inputs: the SDDMM's FP16 chunks, 3xTF32's BF16 corrections (split3_mma).
+template <class T>
+__device__ __forceinline__ void mma_k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_k16<__half>(float (&d)[4], const uint32_t (&a)[4],
+                                                uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma_k16<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
+                                                       uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -151,7 +164,7 @@ __device__ __forceinline__ void split3_mma(float (&d)[4], const uint32_t (&big)[
     const uint32_t bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
     // k16 B registers: {K 2t, 2t+1} = small(B) rows t, t+4; {K 2t+8, 2t+9} = B's
     const uint32_t bs = pack2<__nv_bfloat16>(b0 - __uint_as_float(bb0), b1 - __uint_as_float(bb1));
-    mma_bf16_k16(d, corr, bs, pack2<__nv_bfloat16>(b0, b1));
+    mma_k16<__nv_bfloat16>(d, corr, bs, pack2<__nv_bfloat16>(b0, b1));
     mma_tf32(d, big, bb0, bb1);
 }
 
