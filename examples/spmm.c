@@ -4,7 +4,7 @@
  * the same either way, within FP32 accuracy.
  *
  * It checks C against a CPU product in double: normwise relative error at most 1e-5 (the
- * default FP32 math, 3xTF32, is accurate to about 1e-7).  Exit status 0 when it matches,
+ * default FP32 math, 3xTF32, is accurate to under 1e-6).  Exit status 0 when it matches,
  * 1 when it does not or a call fails, 77 (skipped, for `make check`) without a CUDA device.
  *
  * Build against an installed library:

@@ -64,9 +64,9 @@ def parse_args():
                     help="extra environment of the preload side (repeatable)")
     ap.add_argument("--control", action="store_true", help="a third side in every round, after "
                     "the other two: the interposer with TCSPARSE_ROUTE=cusparse (every call "
-                    "passed through, at most a fraction of a microsecond each); its x against "
-                    "plain is the spread between processes that tcsparse's decisions play no "
-                    "part in")
+                    "passed through, at most a fraction of a microsecond each; not profiled, "
+                    "--preload-env not applied); its x against plain is the spread between "
+                    "processes that tcsparse's decisions play no part in")
     for opt, kind in (("--warmup", int), ("--reps", int), ("--inner", int),
                       ("--profile-iters", int), ("--features", int), ("--hidden", int),
                       ("--classes", int), ("--qk", int), ("--spmm-n", str),
@@ -365,10 +365,10 @@ def main():
     args = parse_args()
     command = shlex.join([sys.executable] + sys.argv)
     print(f"command: cd {shlex.quote(os.getcwd())} && {command}")
-    print(f"interposer: {args.so or 'none (--device cpu: both sides run plain)'}")
+    print(f"interposer: {args.so or 'none (--device cpu: every side runs plain)'}")
     print(f"device {args.device}; clients {','.join(args.client_list)}; {args.rounds} rounds "
           f"per side; {'one process per client and graph' if args.isolate else 'one process per graph and round'}"
-          f"{'; no profiles' if args.no_profile else '; round 1 of each side profiled after its timing'}")
+          f"{'; no profiles' if args.no_profile else '; round 1 of plain and preload profiled after its timing'}")
     started = time.time()
 
     graph_info = {}

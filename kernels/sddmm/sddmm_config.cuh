@@ -38,7 +38,7 @@ template <class T>
 constexpr int chunk_elems() { return kChunkBytes / (int)sizeof(T); }
 
 // Resident thread blocks per SM asked of ptxas: 5 (20 warps, <= 96 registers) costs TF32 and
-// FP16 no spill; 3xTF32 (A's small parts too) would spill there and keeps 4 (<= 128).
+// FP16 no spill; 3xTF32 (A's correction registers too) would spill there and keeps 4 (<= 128).
 template <class P>
 constexpr int min_blocks_per_sm() { return P::kSplit ? 4 : 5; }
 
@@ -81,7 +81,8 @@ static_assert(pipe_smem_bytes(kPipeMaxChunks, kPipeStages) <= kPipeSmemLimit,
               "pipelined SDDMM: the default ring must fit every staged K");
 
 // Resident thread blocks per SM asked of ptxas: 6 (<= 80 registers; shared memory allows 6 up
-// to K = 128 FP32) for TF32 and FP16, no spill; 3xTF32 spills there and keeps 5 (<= 96).
+// to K = 128 FP32) for TF32 and FP16, no spill; 3xTF32 keeps 5 (<= 96; it would also fit 6
+// without spills, a change not measured yet).
 template <class P>
 constexpr int pipe_min_blocks_per_sm() { return P::kSplit ? 5 : 6; }
 
