@@ -121,9 +121,11 @@ def compute_stats(inputs, build, data):
         rows = list(csv.DictReader(out.splitlines()))
         rows[0]['input'] = name
         stats[name] = rows[0]
-    keys = list(next(iter(stats.values())).keys())
+    keys = []  # every column of every row, in order of appearance: cached rows may come
+    for r in stats.values():  # from a tcsparse-inspect that printed fewer columns
+        keys += [k for k in r if k not in keys]
     with open(STATS, 'w', newline='') as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, lineterminator='\n')
+        w = csv.DictWriter(fh, fieldnames=keys, restval='', lineterminator='\n')
         w.writeheader()
         for name in sorted(stats):
             w.writerow(stats[name])

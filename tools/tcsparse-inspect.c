@@ -11,6 +11,56 @@
 #include "table.h"
 
 #define NBUCKETS 16
+#define NDENSITY 8 /* nonzeros per 16x8 block: 1, 2, 3-4, 5-8, ..., 65-128 */
+#define NCOLDENSITY 5 /* nonzeros per condensed column (of 16 rows): 1, 2, 3-4, 5-8, 9-16 */
+
+/* Items (16x8 blocks, or condensed columns of a window) and their nonzeros by nonzeros per
+ * item.  By column: how much of the matrix lies in columns that rows of a window share (the
+ * tensor cores' reuse of a B row) and how much in columns of one nonzero, which a split plan
+ * would leave to CUDA cores. */
+typedef struct {
+    long long items[NDENSITY], nnz[NDENSITY], total_items, total_nnz;
+} density_hist;
+
+static int density_bucket(long long n)
+{
+    int k = 0;
+    while (k < NDENSITY - 1 && (1LL << k) < n)
+        k++;
+    return k;
+}
+
+static void density_add(density_hist *d, long long n)
+{
+    const int k = density_bucket(n);
+    d->items[k]++;
+    d->nnz[k] += n;
+    d->total_items++;
+    d->total_nnz += n;
+}
+
+static void density_of(const tc_metcf *t, density_hist *blocks, density_hist *cols)
+{
+    memset(blocks, 0, sizeof *blocks);
+    memset(cols, 0, sizeof *cols);
+    for (int64_t b = 0; b < t->blocks; b++) {
+        long long per_col[8] = {0};
+        for (int64_t e = t->blk_off[b]; e < t->blk_off[b + 1]; e++)
+            per_col[t->blk_pos[e] & 7]++;
+        density_add(blocks, (long long)(t->blk_off[b + 1] - t->blk_off[b]));
+        for (int c = 0; c < 8; c++)
+            if (per_col[c] > 0)
+                density_add(cols, per_col[c]);
+    }
+}
+
+static void density_label(int k, char *buf, size_t len)
+{
+    if (k <= 1)
+        snprintf(buf, len, "%d", k + 1);
+    else
+        snprintf(buf, len, "%lld-%lld", (1LL << (k - 1)) + 1, 1LL << k);
+}
 
 static void usage(FILE *f)
 {
@@ -26,7 +76,8 @@ static void usage(FILE *f)
           "    diag:INPUT:COPIES                 INPUT repeated along the diagonal\n"
           "  (generator specs take an optional :seed=N suffix).\n"
           "Prints, per input, the ME-TCF statistics (16-row windows, 16x8 tensor-core blocks)\n"
-          "of the CPU reference conversion.\n"
+          "of the CPU reference conversion: windows by blocks, blocks and condensed columns\n"
+          "by nonzeros, bytes.\n"
           "  --csv    one CSV line per input (after a header line)\n"
           "  --reorder  instead: mean nonzeros per 16x8 block and host time of every row\n"
           "           ordering (identity, cluster, first-col, degree, minhash, bfs) and the one\n"
@@ -82,6 +133,14 @@ static void print_csv_header(void)
         bucket_label(k, lab, sizeof lab);
         printf(",bpw_%s", lab);
     }
+    for (int k = 0; k < NDENSITY; k++) {
+        density_label(k, lab, sizeof lab);
+        printf(",blocks_nnz_%s,nnz_in_blocks_%s", lab, lab);
+    }
+    for (int k = 0; k < NCOLDENSITY; k++) {
+        density_label(k, lab, sizeof lab);
+        printf(",cols_nnz_%s,nnz_in_cols_%s", lab, lab);
+    }
     putchar('\n');
 }
 
@@ -90,8 +149,8 @@ static double ratio(const tcsparseMetcfStats_t *st)
     return st->csr_bytes ? (double)st->metcf_bytes / (double)st->csr_bytes : 0.0;
 }
 
-static void print_csv(const char *name, const tcsparseMetcfStats_t *st, double load_ms,
-                      double conv_ms)
+static void print_csv(const char *name, const tcsparseMetcfStats_t *st, const density_hist *d,
+                      const density_hist *dc, double load_ms, double conv_ms)
 {
     csv_field(name);
     printf(",%lld,%lld,%lld,%lld,%lld,%lld,%.4f,%.4f,%lld,%lld,%lld,%.4f,%.3f,%.3f",
@@ -101,11 +160,36 @@ static void print_csv(const char *name, const tcsparseMetcfStats_t *st, double l
            (long long)st->metcf_bytes, (long long)st->csr_bytes, ratio(st), load_ms, conv_ms);
     for (int k = 0; k < NBUCKETS; k++)
         printf(",%lld", (long long)st->blocks_per_window_hist[k]);
+    for (int k = 0; k < NDENSITY; k++)
+        printf(",%lld,%lld", d->items[k], d->nnz[k]);
+    for (int k = 0; k < NCOLDENSITY; k++)
+        printf(",%lld,%lld", dc->items[k], dc->nnz[k]);
     putchar('\n');
 }
 
-static void print_text(const char *name, const tcsparseMetcfStats_t *st, double load_ms,
-                       double conv_ms)
+static double pct(long long part, long long whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void print_density(const char *what, const density_hist *d, int n)
+{
+    char lab[32];
+    printf("    %11s  %12s  %7s  %8s  %8s\n", what, "count", "count", "nnz", "nnz >=");
+    long long above = d->total_nnz;
+    for (int k = 0; k < n; k++) {
+        if (d->items[k] == 0)
+            continue;
+        density_label(k, lab, sizeof lab);
+        printf("    %11s  %12lld  %6.2f%%  %7.2f%%  %7.2f%%\n", lab, d->items[k],
+               pct(d->items[k], d->total_items), pct(d->nnz[k], d->total_nnz),
+               pct(above, d->total_nnz));
+        above -= d->nnz[k];
+    }
+}
+
+static void print_text(const char *name, const tcsparseMetcfStats_t *st, const density_hist *d,
+                       const density_hist *dc, double load_ms, double conv_ms)
 {
     char lab[32];
     int last = 0;
@@ -128,6 +212,12 @@ static void print_text(const char *name, const tcsparseMetcfStats_t *st, double 
                                  : 0.0;
         printf("    %11s  %12lld  %6.2f%%\n", lab, (long long)st->blocks_per_window_hist[k], pct);
     }
+    printf("  blocks by nonzeros (of 128 places; nnz >=: the share of nonzeros in items this "
+           "dense or denser):\n");
+    print_density("nnz/block", d, NDENSITY);
+    printf("  condensed columns by nonzeros (of a window's 16 rows; 1: a B row no other row "
+           "of the window uses):\n");
+    print_density("nnz/column", dc, NCOLDENSITY);
     printf("  ME-TCF bytes %lld  CSR bytes %lld  ratio %.3f\n", (long long)st->metcf_bytes,
            (long long)st->csr_bytes, ratio(st));
     printf("  load %.3f ms  conversion %.3f ms\n", load_ms, conv_ms);
@@ -205,11 +295,13 @@ static int inspect(const char *input, int csv)
     }
     memset(&st, 0, sizeof st);
     tc_metcf_stats(&t, &st);
+    density_hist d, dc;
+    density_of(&t, &d, &dc);
     tc_metcf_free(&t);
     if (csv)
-        print_csv(input, &st, t1 - t0, t2 - t1);
+        print_csv(input, &st, &d, &dc, t1 - t0, t2 - t1);
     else
-        print_text(input, &st, t1 - t0, t2 - t1);
+        print_text(input, &st, &d, &dc, t1 - t0, t2 - t1);
     fflush(stdout);
     return 0;
 }
