@@ -366,9 +366,12 @@ def main():
     command = shlex.join([sys.executable] + sys.argv)
     print(f"command: cd {shlex.quote(os.getcwd())} && {command}")
     print(f"interposer: {args.so or 'none (--device cpu: every side runs plain)'}")
+    layout = "one process per client and graph" if args.isolate else \
+        "one process per graph and round"
+    profiles = "no profiles" if args.no_profile else \
+        "round 1 of plain and preload profiled after its timing"
     print(f"device {args.device}; clients {','.join(args.client_list)}; {args.rounds} rounds "
-          f"per side; {'one process per client and graph' if args.isolate else 'one process per graph and round'}"
-          f"{'; no profiles' if args.no_profile else '; round 1 of plain and preload profiled after its timing'}")
+          f"per side; {layout}; {profiles}")
     started = time.time()
 
     graph_info = {}

@@ -93,7 +93,8 @@ static_assert(pipe_smem_bytes<Tf32, 8>(kMaxCtaWarps, kPipeStages) <= kPipeSmemLi
 // Thread blocks (of 4 warps) per SM asked of ptxas, where the shared memory allows as many
 // and nothing spills (sm_90): TF32 J = 4 8 (<= 64 registers; 25.9 KB of shared memory each
 // with its 3-slot ring), 3xTF32 J = 4 6 (<= 80; 29.9 KB with its 4-slot ring; 7 would spill),
-// 16-bit J = 8 5 (<= 102; the balanced ones would take 114 and fit 4).  J = 8 FP32 (a tuning knob) asks nothing.
+// 16-bit J = 8 5 (<= 102; the balanced ones would take 114 and fit 4).  J = 8 FP32 (a tuning
+// knob) asks nothing.
 template <class P, int J>
 struct PipeMinBlocks {
     static constexpr int value = J == 4 ? (P::kSplit ? 6 : 8) : P::kHalf ? 5 : 0;

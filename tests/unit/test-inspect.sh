@@ -31,7 +31,8 @@ expect cols_nnz_1 2 0
 # one nonzero a row: every column alone in its window (distinct columns: at most 16 of 2^20
 # per window, a repeat being a 1-in-2^16 event, tolerated below)
 n1=`col nnz_in_cols_1 3`
-test "$n1" -ge 1020 2>/dev/null || err "uniform: $n1 of 1024 nonzeros in columns of one, expected about all"
+test "$n1" -ge 1020 2>/dev/null ||
+  err "uniform: $n1 of 1024 nonzeros in columns of one, expected about all"
 # tridiagonal 64 x 64 (190 nonzeros): the interior columns of a window hold 3 nonzeros, the
 # two at each window edge fewer; no column holds more than 3, every nonzero is counted once
 expect nnz 4 190

@@ -467,9 +467,10 @@ int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr 
 
 /* Chung-Lu power-law graph (undirected): expected degrees w_i ~ (i + 1)^(-1/(gamma - 1)),
  * gamma = 2.5, capped at sqrt(sum w) (as in the model, where it keeps every edge probability
- * <= 1) and scaled to the average degree; both ends of each edge drawn in proportion to w, labels scrambled, each
- * edge stored in both directions, self loops dropped.  Edges are drawn in rounds until the
- * deduplicated matrix holds at least n * degree entries (degree at most n / 4). */
+ * <= 1) and scaled to the average degree; both ends of each edge drawn in proportion to w,
+ * labels scrambled, each edge stored in both directions, self loops dropped.  Edges are drawn
+ * in rounds until the deduplicated matrix holds at least n * degree entries (degree at most
+ * n / 4). */
 static int64_t cl_draw(rng_t *r, const double *cdf, int64_t n)
 {
     const double u = rng_unit(r) * cdf[n - 1];

@@ -34,9 +34,10 @@ int tc_gen_blocks(int64_t n, int64_t bs, int64_t nblocks, uint64_t seed, tc_csr 
 #define TC_GEN_SPECS                                                                           \
     "rmat:SCALE:EF, chunglu:SCALE:DEGREE, uniform:R:C:PER_ROW, banded:N:HALF, "               \
     "blocks:N:BS:COUNT, diag:FILE:COPIES"
-/* Parses a generator spec, e.g. "rmat:20:16", "chunglu:20:16", "uniform:1048576:1048576:16", "banded:100000:8",
- * "blocks:65536:16:2000", optionally followed by ":seed=N"; "diag:FILE:copies" (matrix market
- * file replicated).  Returns 0, or -1 with a message in err. */
+/* Parses a generator spec, e.g. "rmat:20:16", "chunglu:20:16", "uniform:1048576:1048576:16",
+ * "banded:100000:8", "blocks:65536:16:2000", optionally followed by ":seed=N";
+ * "diag:FILE:copies" (matrix market file replicated).  Returns 0, or -1 with a message in
+ * err. */
 int tc_gen_from_spec(const char *spec, tc_csr *out, char *err, size_t errlen);
 /* Returns 0 and fills out from a Matrix Market file or a generator spec (whichever spec is).
  * Pattern files get fixed-seed random values (all-ones values hide permutation bugs). */
