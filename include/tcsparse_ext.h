@@ -31,7 +31,10 @@ typedef enum {
     /** Tensor cores, base kernel (one thread block per row window), when eligible. */
     TCSPARSE_ROUTE_TC_BASE = 3,
     /** Tensor cores, balanced kernel (fixed share of TC blocks per thread block). */
-    TCSPARSE_ROUTE_TC_BALANCED = 4
+    TCSPARSE_ROUTE_TC_BALANCED = 4,
+    /** SpMM on tcsparse's CUDA-core CSR kernel (no plan, FP32 accumulation) where it takes
+     *  the call, cuSPARSE otherwise; SDDMM on cuSPARSE. */
+    TCSPARSE_ROUTE_CUDA_CORE = 5
 } tcsparseRoute_t;
 
 /** Path actually taken by a call. */
@@ -39,7 +42,8 @@ typedef enum {
     TCSPARSE_PATH_NONE = 0,      /**< no call yet on this handle */
     TCSPARSE_PATH_CUSPARSE = 1,
     TCSPARSE_PATH_TC_BASE = 2,
-    TCSPARSE_PATH_TC_BALANCED = 3
+    TCSPARSE_PATH_TC_BALANCED = 3,
+    TCSPARSE_PATH_CUDA_CORE = 4  /**< tcsparse's CUDA-core CSR SpMM */
 } tcsparsePath_t;
 
 /** A routing decision, as recorded for the last SpMM/SDDMM call on a handle. */
@@ -112,7 +116,8 @@ typedef enum {
 tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t mode);
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
- *  (auto|tc|tc-base|tc-balanced|cusparse) overrides it when set.  With the automatic route,
+ *  (auto|tc|tc-base|tc-balanced|cuda-core|cusparse) overrides it when set.  With the
+ *  automatic route,
  *  the first executions of a kind of SpMM call on a matrix (N, types, math mode) run each
  *  path the model predicts close to its fastest three times, timed with CUDA events (no
  *  synchronisation), and later calls of that kind take the fastest; the last route's reason

@@ -233,10 +233,12 @@ static void tc_read_user(tc_config *c)
             c->route = TC_CFG_ROUTE_TC_BASE;
         else if (strcmp(e, "tc-balanced") == 0)
             c->route = TC_CFG_ROUTE_TC_BALANCED;
+        else if (strcmp(e, "cuda-core") == 0)
+            c->route = TC_CFG_ROUTE_CUDA_CORE;
         else {
             c->route = TC_CFG_ROUTE_AUTO;
             if (strcmp(e, "auto") != 0)
-                tc_bad("TCSPARSE_ROUTE", e, "auto, tc, tc-base, tc-balanced or cusparse",
+                tc_bad("TCSPARSE_ROUTE", e, "auto, tc, tc-base, tc-balanced, cuda-core or cusparse",
                        "the automatic route is in effect");
         }
     }

@@ -33,6 +33,7 @@ typedef enum {
     TC_CFG_ROUTE_TC,
     TC_CFG_ROUTE_TC_BASE,
     TC_CFG_ROUTE_TC_BALANCED,
+    TC_CFG_ROUTE_CUDA_CORE,
     TC_CFG_ROUTE_CUSPARSE
 } tc_cfg_route;
 

@@ -39,7 +39,8 @@ static inline int tc_call_kind_eq(const tc_call_kind *a, const tc_call_kind *b)
 /* The measurement on the executions themselves (route.c, select.h): one kind of call at a
  * time per plan.  A sample is a pair of events around one execution; its time is read back
  * by a later call (cudaEventQuery, no synchronisation). */
-#define TC_EXPLORE_PAIRS (4 * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
+#define TC_NCAND 5 /* the paths a call may be measured on: select.h's TC_SEL_CAND_* */
+#define TC_EXPLORE_PAIRS (TC_NCAND * 3) /* TC_SEL_NCAND x TC_SEL_EXPLORE_SAMPLES */
 /* calls of other kinds after which an unfinished measurement is abandoned (its kind did not
  * come back: a one-off N), so that those kinds can be measured */
 #define TC_EXPLORE_IDLE_CALLS 32
@@ -47,9 +48,9 @@ typedef struct {
     int active;
     tc_call_kind kind;      /* the kind being measured */
     int ncand;
-    int cand[4];            /* TC_SEL_CAND_*, the model's choice first */
-    int issued[4], done[4], dropped[4];
-    float best_ms[4];       /* fastest sample of each candidate; negative: none yet */
+    int cand[TC_NCAND];     /* TC_SEL_CAND_*, the model's choice first */
+    int issued[TC_NCAND], done[TC_NCAND], dropped[TC_NCAND];
+    float best_ms[TC_NCAND]; /* fastest sample of each candidate; negative: none yet */
     int next;               /* candidate being sampled (its samples run back to back) */
     int calls;              /* executions since the kind was first seen */
     int idle;               /* calls of other kinds since this kind's last call */
@@ -68,7 +69,8 @@ typedef struct {
     double us_tc, us_cusparse, ratio, threshold;
     int alg3;                 /* SpMM: the cuSPARSE route's CSR_ALG3 was predicted faster */
     double us_cusparse_alg3;  /* its prediction (< 0: not considered) */
-    float ms[4];              /* kind 3: base, balanced, cuSPARSE, CSR_ALG3 (< 0: none) */
+    float ms[TC_NCAND];       /* kind 3: base, balanced, cuSPARSE, CSR_ALG3, CUDA cores
+                               * (< 0: none) */
     int calls;                /* kind 3: executions measured on (0: at _preprocess) */
 } tc_reason_args;
 

@@ -317,6 +317,7 @@ static const char *path_name(tcsparsePath_t p)
     case TCSPARSE_PATH_TC_BASE: return "TC_BASE";
     case TCSPARSE_PATH_TC_BALANCED: return "TC_BALANCED";
     case TCSPARSE_PATH_CUSPARSE: return "CUSPARSE";
+    case TCSPARSE_PATH_CUDA_CORE: return "CUDA_CORE";
     default: return "NONE";
     }
 }

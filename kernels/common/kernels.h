@@ -217,7 +217,7 @@ typedef struct {
     const int *guard;
 } tc_spmm_args;
 
-/* The caller's CSR arrays, for the guard's fallback. */
+/* The caller's CSR arrays, for the guard's fallback and the CUDA-core CSR SpMM. */
 typedef struct {
     int64_t nnz;
     const void *offsets, *indices;
@@ -235,6 +235,26 @@ typedef struct {
  * written out of bounds whatever the arrays hold.  No allocation, no synchronisation. */
 tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a, const tc_csr_arrays *csr,
                                         cudaStream_t stream, char *err, size_t errlen);
+
+/* Whether the CUDA-core CSR SpMM (tc_spmm_csr_launch) takes these dense operands: N, ldb and
+ * ldc multiples of 4, B and C on 4-element boundaries (it reads and writes 4 columns at a
+ * time). */
+static inline int tc_spmm_csr_fits(const void *B, int64_t ldb, const void *C, int64_t ldc,
+                                   int64_t N, int ab_type, int c_type)
+{
+    const uintptr_t b_vec = ab_type == TC_T_F32 ? 16 : 8, c_vec = c_type == TC_T_F32 ? 16 : 8;
+    return N % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0 && (uintptr_t)B % b_vec == 0 &&
+           (uintptr_t)C % c_vec == 0;
+}
+/* Launches the CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): C = alpha * A * B + beta * C
+ * from the caller's CSR arrays (csr, untransposed; a->plan, a->chunks, a->guard unused),
+ * FP32 accumulation, a group of lanes a row, every element of C written once.  Offsets
+ * outside [0, nnz] are clamped and columns outside the matrix skipped, so no array is read or
+ * written out of bounds whatever the arrays hold.  NOT_SUPPORTED (nothing launched) where
+ * tc_spmm_csr_fits is false, A is transposed or a size reaches 2^31.  No allocation, no
+ * synchronisation. */
+tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
+                                    cudaStream_t stream, char *err, size_t errlen);
 
 /* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J

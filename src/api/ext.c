@@ -38,7 +38,8 @@ tcsparseStatus_t tcsparseSetRoute(tcsparseHandle_t handle, tcsparseRoute_t route
     case TCSPARSE_ROUTE_TC:
     case TCSPARSE_ROUTE_CUSPARSE:
     case TCSPARSE_ROUTE_TC_BASE:
-    case TCSPARSE_ROUTE_TC_BALANCED: break;
+    case TCSPARSE_ROUTE_TC_BALANCED:
+    case TCSPARSE_ROUTE_CUDA_CORE: break;
     default:
         return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
                             "tcsparseSetRoute: route %d is not a tcsparseRoute_t", (int)route);

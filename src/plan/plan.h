@@ -11,8 +11,9 @@
  * (TCSPARSE_SELECT=measure, SpMM) or on the first executions (route.c). */typedef struct tc_measured {
     tc_call_kind kind;
     tcsparsePath_t path;    /* the fastest of the candidates */
-    float ms[4];            /* by TC_SEL_CAND_* (select.h): TC base, TC balanced, cuSPARSE,
-                             * its CSR_ALG3; negative: not measured */
+    float ms[TC_NCAND];     /* by TC_SEL_CAND_* (select.h): TC base, TC balanced, cuSPARSE,
+                             * its CSR_ALG3, the CUDA-core CSR kernel; negative: not
+                             * measured */
     int alg3;               /* path is cuSPARSE and CSR_ALG3 was the faster algorithm */
     int calls;              /* 0: measured at _preprocess; else the executions it took */
 } tc_measured;

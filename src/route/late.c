@@ -414,7 +414,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     struct tc_late *l = &d->late;
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
     if (l->state == TCSPARSE_LATE_WAITING) {
-        if (ran == NULL || ran != d->plan || dec->path == TCSPARSE_PATH_CUSPARSE ||
+        if (ran == NULL || ran != d->plan || !tc_path_on_plan(dec->path) ||
             tc_hook_on(h, TC_HOOK_DECIDE_ONLY) ||
             noted) /* noted: round 0 ended in this call; the next starts 1 */
             return;
@@ -500,7 +500,7 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
         l->note[0] = '\0';
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
-        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || dec->path == TCSPARSE_PATH_CUSPARSE ||
+        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || !tc_path_on_plan(dec->path) ||
          tc_hook_on(h, TC_HOOK_DECIDE_ONLY)))
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;

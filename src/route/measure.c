@@ -5,7 +5,8 @@
 #include "measure.h"
 #include "select.h"
 
-_Static_assert(TC_SEL_NCAND == 4 && TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EXPLORE_SAMPLES,
+_Static_assert(TC_SEL_NCAND == TC_NCAND &&
+                   TC_EXPLORE_PAIRS >= TC_SEL_NCAND * TC_SEL_EXPLORE_SAMPLES,
                "plan.h's tc_explore is sized for select.h's candidates and samples");
 
 /* ---- measured decisions ------------------------------------------------------------------ */

@@ -30,6 +30,7 @@ tcsparseRoute_t tc_route_effective(tcsparseHandle_t h)
     case TC_CFG_ROUTE_CUSPARSE: return TCSPARSE_ROUTE_CUSPARSE;
     case TC_CFG_ROUTE_TC_BASE: return TCSPARSE_ROUTE_TC_BASE;
     case TC_CFG_ROUTE_TC_BALANCED: return TCSPARSE_ROUTE_TC_BALANCED;
+    case TC_CFG_ROUTE_CUDA_CORE: return TCSPARSE_ROUTE_CUDA_CORE;
     default: return TCSPARSE_ROUTE_AUTO;
     }
 }
@@ -47,15 +48,15 @@ void tc_reason_format(const tc_reason_args *ra, char *out, size_t n)
 {
     const int sddmm = ra->kind == 2;
     if (ra->kind == 3) {
-        char t[4][16], when[24];
-        for (int i = 0; i < 4; i++)
+        char t[TC_NCAND][16], when[24];
+        for (int i = 0; i < TC_NCAND; i++)
             tc_ms_text(t[i], sizeof t[i], ra->ms[i]);
         if (ra->calls > 0)
             snprintf(when, sizeof when, "on %d calls", ra->calls);
         else
             snprintf(when, sizeof when, "at preprocess");
-        snprintf(out, n, "measured %s: base %s, balanced %s, cuSPARSE %s, CSR_ALG3 %s", when,
-                 t[0], t[1], t[2], t[3]);
+        snprintf(out, n, "measured %s: base %s, balanced %s, cuSPARSE %s, CSR_ALG3 %s, CUDA "
+                 "cores %s", when, t[0], t[1], t[2], t[3], t[4]);
     } else if (sddmm)
         snprintf(out, n,
                  "%s; model: TC %s %.1f us, cuSPARSE %.1f us; schedule base/chunked %.2f "
@@ -273,6 +274,22 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     const tc_route_row *fallback = alg3_ok && alg3_mode == TC_ALG3_ALWAYS ? alg3 : cus;
     if (fallback != cus)
         tc_decision_take(d, fallback);
+    const tc_route_row *csr = tc_route_row_of(c->op, TC_SEL_CAND_CSR);
+    const int csr_ok = csr != NULL && (ok & tc_route_bit(csr));
+    if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* no plan: the kernel reads the caller's CSR */
+        char why[128] = "SDDMM has no CUDA-core kernel";
+        if (csr_ok) {
+            tc_decision_take(d, csr);
+            tc_str_join(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel",
+                        NULL);
+        } else {
+            if (csr != NULL)
+                (void)csr->eligible(c, why, sizeof why);
+            snprintf(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel, "
+                     "which does not take the call: %s", why);
+        }
+        return TCSPARSE_STATUS_SUCCESS;
+    }
     if (!tc_route_tc_ok(ok, c->op))
         return TCSPARSE_STATUS_SUCCESS; /* d->reason: why the tensor-core rows refused */
     st = tc_plan_get(h, sp, plan);
@@ -329,6 +346,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
      * cuSPARSE time it does not know), or any call on a GPU it was not fitted on, has every
      * candidate measured */
     const int unfitted = c->a_view || !tc_select_fitted(c->cc_major, c->cc_minor);
+    cfg.csr_ok = csr_ok;
     if (route == TCSPARSE_ROUTE_AUTO && !alg3_pinned)
         d->ncand = tc_select_explore_candidates(&cfg, &r, unfitted ? 1e30 : tc_explore_factor(),
                                                 d->cand, d->pred);

@@ -20,12 +20,19 @@ typedef struct {
     /* decided by the model under the automatic route: the candidates of a measurement on the
      * executions (select.h, TC_SEL_CAND_*, the model's choice first; ncand 0: none) */
     int ncand;
-    int cand[4];
-    double pred[4];
+    int cand[TC_NCAND];
+    double pred[TC_NCAND];
     /* this execution is part of a measurement (the route's or the kernel tuning's) or waits
      * for one: its kind of call has not settled (late.c waits for a settled call) */
     int measuring;
 } tc_decision;
+
+/* Whether a path runs on the matrix's tensor-core plan (the CUDA-core kernel and cuSPARSE
+ * read the caller's arrays). */
+static inline int tc_path_on_plan(tcsparsePath_t p)
+{
+    return p == TCSPARSE_PATH_TC_BASE || p == TCSPARSE_PATH_TC_BALANCED;
+}
 
 /* d takes row r: its path and, for a cuSPARSE row, its kernel name and algorithm (alg3).  A
  * tensor-core row keeps d's kernel name, which its launcher replaces when it runs. */

@@ -177,6 +177,41 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* The CUDA-core CSR kernel on the caller's own arrays (no plan, no guard: it reads the
+ * structure as it is now).  NOT_SUPPORTED, nothing launched, where it does not take the call
+ * (a transposed A, dense operands off its 4-element boundaries). */
+static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
+                                    const void *alpha, tcsparseConstSpMatDescr_t A,
+                                    tcsparseConstDnMatDescr_t B, const void *beta,
+                                    tcsparseDnMatDescr_t C)
+{
+    tc_spmm_args a = {0};
+    a.M = A->rows;
+    a.K = A->cols;
+    a.N = C->cols;
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
+    a.a_val = A->values;
+    a.B = B->values;
+    a.ldb = B->ld;
+    a.C = C->values;
+    a.ldc = C->ld;
+    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
+    tc_csr_arrays csr = {0};
+    csr.nnz = A->nnz;
+    csr.offsets = A->offsets;
+    csr.indices = A->indices;
+    csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
+    csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
+    csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
+    csr.transposed = opA != TCSPARSE_OPERATION_NON_TRANSPOSE || A->format != TCSPARSE_FORMAT_CSR;
+    char msg[200];
+    const tcsparseStatus_t st = tc_spmm_csr_launch(&a, &csr, h->stream, msg, sizeof msg);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSpMM: %s", msg);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 /* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
  * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
 static int tc_select_measure(void)
@@ -207,6 +242,8 @@ static tcsparseStatus_t tc_run_row(tcsparseHandle_t h, const tc_spmm_call *c,
 {
     if (r->form == TC_SEL_CAND_ALG3)
         return tc_fallback_spmm_alg3(h, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct, 1);
+    if (r->path == TCSPARSE_PATH_CUDA_CORE)
+        return tc_spmm_csr(h, c->opA, c->alpha, c->A, c->B, c->beta, c->C);
     if (r->path == TCSPARSE_PATH_CUSPARSE)
         return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                 c->alg, c->buffer);
@@ -262,8 +299,9 @@ static void tc_spmm_measure(tcsparseHandle_t h, const tc_spmm_call *call, struct
         m.ms[k] = r->form != TC_SEL_CAND_ALG3 || c.alg3_ok ? tc_time_row(h, &c, plan, r, e0, e1)
                                                           : -1.0f;
     }
-    static const int order[3] = {TC_SEL_CAND_ALG3, TC_SEL_CAND_BASE, TC_SEL_CAND_BALANCED};
-    tc_measured_choose(&m, order, 3, TC_SEL_CAND_CUSPARSE); /* cuSPARSE unless faster */
+    static const int order[4] = {TC_SEL_CAND_ALG3, TC_SEL_CAND_CSR, TC_SEL_CAND_BASE,
+                                 TC_SEL_CAND_BALANCED};
+    tc_measured_choose(&m, order, 4, TC_SEL_CAND_CUSPARSE); /* cuSPARSE unless faster */
     tc_measured_push(plan, &m);
 done:
     tc_dnmat_cusparse_release(&scratch);
@@ -359,6 +397,21 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
 {
     tcsparseStatus_t st;
     *ran_alg3 = 0;
+    if (d->path == TCSPARSE_PATH_CUDA_CORE) {
+        st = tc_spmm_csr(h, opA, alpha, A, B, beta, C);
+        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
+            tc_route_record(h, d);
+            h->hook.deferred = 0;
+            return st;
+        }
+        /* nothing launched (a call of a kind measured on aligned operands, say): cuSPARSE */
+        char why[sizeof d->reason - 16];
+        snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        tc_decision_take(d, tc_route_cusparse_row(TC_SEL_OP_SPMM));
+        d->ra.kind = 0;
+        snprintf(d->reason, sizeof d->reason, "cuSPARSE; %s", why);
+    }
     if (d->path != TCSPARSE_PATH_CUSPARSE) {
         st = tc_spmm_tc(h, alpha, A, P, B, beta, C, plan, d, 1);
         tc_route_record(h, d);

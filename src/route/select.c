@@ -466,6 +466,7 @@ int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r,
     pred[TC_SEL_CAND_BALANCED] = r->us_balanced;
     pred[TC_SEL_CAND_CUSPARSE] = r->us_cusparse_default;
     pred[TC_SEL_CAND_ALG3] = -1.0;
+    pred[TC_SEL_CAND_CSR] = -1.0; /* no model: a candidate wherever it takes the call */
     if (c->op == TC_SEL_OP_SPMM && c->alg3_ok && c->ab_bytes == 4)
         pred[TC_SEL_CAND_ALG3] = r->us_cusparse_alg3 >= 0.0
                                      ? r->us_cusparse_alg3
@@ -481,6 +482,8 @@ int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r,
     for (int k = 0; k < TC_SEL_NCAND; k++)
         if (k != first && pred[k] >= 0.0 && pred[k] <= factor * best)
             cand[n++] = k;
+    if (c->op == TC_SEL_OP_SPMM && c->csr_ok)
+        cand[n++] = TC_SEL_CAND_CSR;
     return n;
 }
 

@@ -68,6 +68,7 @@ typedef struct {
     int64_t chunk_blocks;     /* the plan's balanced chunk length */
     int alg3_ok;              /* SpMM: the cuSPARSE route may run CSR_ALG3 (CSR, ALG_DEFAULT
                                * asked, FP32): the model then also predicts that algorithm */
+    int csr_ok;               /* SpMM: the CUDA-core CSR kernel takes the call (table.c) */
     int cc;                   /* the device's compute capability x 10: the coefficient set
                                * (select.c); 0 or a GPU without a set: the first set */
 } tc_sel_config;
@@ -127,14 +128,16 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
  * (route.c).  Candidates are the paths the model predicts within TC_SEL_EXPLORE_FACTOR of its
  * fastest: the model's relative error reaches 1.7x on the H100 data (docs/selector.md). */
 enum { TC_SEL_CAND_BASE = 0, TC_SEL_CAND_BALANCED = 1, TC_SEL_CAND_CUSPARSE = 2,
-       TC_SEL_CAND_ALG3 = 3, TC_SEL_NCAND = 4 };
+       TC_SEL_CAND_ALG3 = 3, TC_SEL_CAND_CSR = 4, TC_SEL_NCAND = 5 };
 #define TC_SEL_EXPLORE_FACTOR 2.5
 #define TC_SEL_EXPLORE_SAMPLES 3
 /* The candidates for r (a decision for c), the model's own choice first; CSR_ALG3 is one
  * where c->alg3_ok, whatever its predicted time against TC_SEL_ALG3_MAX_US (measured, it
- * needs no safe limit).  pred[TC_SEL_CAND_*] receives every path's prediction (negative: not
- * applicable).  factor: TC_SEL_EXPLORE_FACTOR unless a test widens it.  Returns the number of
- * candidates written to cand (at most TC_SEL_NCAND). */
+ * needs no safe limit), and the CUDA-core CSR kernel where c->csr_ok (the model has no
+ * coefficients for it: always measured).  pred[TC_SEL_CAND_*] receives every path's
+ * prediction (negative: not applicable or not modelled).  factor: TC_SEL_EXPLORE_FACTOR
+ * unless a test widens it.  Returns the number of candidates written to cand (at most
+ * TC_SEL_NCAND). */
 int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r, double factor,
                                  int cand[TC_SEL_NCAND], double pred[TC_SEL_NCAND]);
 

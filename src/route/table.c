@@ -56,6 +56,38 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
     return 1;
 }
 
+/* The CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): CSR A read as the caller stores it (no
+ * plan), both operands untransposed, B and C row-major and read 4 columns at a time
+ * (dense_vec4), no strided batch, the tensor-core kernels' types, sizes and nonzeros below
+ * 2^31, an sm_80 or newer device (the build's floor: BF16 atomics). */
+static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
+{
+    const cudaDataType ab = c->a_type;
+    if (c->op != TC_SEL_OP_SPMM || c->sp_format != TCSPARSE_FORMAT_CSR)
+        return snprintf(why, n, "the CUDA-core kernel takes CSR SpMM"), 0;
+    if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
+        return snprintf(why, n, "transposed operand"), 0;
+    if (c->b_order != TCSPARSE_ORDER_ROW || c->c_order != TCSPARSE_ORDER_ROW)
+        return snprintf(why, n, "column-major B or C"), 0;
+    if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
+        return snprintf(why, n, "strided batch"), 0;
+    if (tc_route_ab_type(ab) < 0 || c->b_type != ab || c->compute != CUDA_R_32F ||
+        (c->c_type != CUDA_R_32F && c->c_type != ab))
+        return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
+                        tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
+                        tc_dtype_name(c->compute)), 0;
+    if (!c->dense_vec4)
+        return snprintf(why, n, "N, ldb or ldc not a multiple of 4, or B or C not on a "
+                                "4-element boundary"), 0;
+    if (c->sp_nnz >= (1ll << 31) - 1 || c->sp_rows >= (1ll << 31) - 1 ||
+        c->sp_cols >= (1ll << 31) - 1 || c->n >= (1ll << 31) - 1)
+        return snprintf(why, n, "sizes or nonzeros beyond 2^31"), 0;
+    if (c->cc_major < 8)
+        return snprintf(why, n, "device is sm_%d%d; the CUDA-core kernel needs sm_80 or newer",
+                        c->cc_major, c->cc_minor), 0;
+    return 1;
+}
+
 /* CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR, both operands non-transposed,
  * row-major B and C (what the model was measured on), no batch, and not for the interposer
  * (which runs the real cuSPARSE with the caller's arguments). */
@@ -82,6 +114,10 @@ static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
     "op(A) row-major, op(B) column-major (either may be a transposed operand in the other "    \
     "layout); no strided batch; A, B both FP32 or FP16, C FP32 or A's type, compute FP32; C "  \
     "rows < 2^31-16, columns and nonzeros < 2^31; sm_80+"
+#define TC_WHEN_SPMM_CSR                                                                       \
+    "CSR A, A and B not transposed; B, C row-major with N, ldb, ldc multiples of 4 on "        \
+    "4-element boundaries; no strided batch; A, B both FP32, FP16 or BF16, C FP32 or A's "     \
+    "type, compute FP32; sizes and nonzeros < 2^31; sm_80+"
 #define TC_WHEN_ALG3                                                                           \
     "ALG_DEFAULT asked; CSR A; A, B not transposed; A, B, C, compute FP32; B, C row-major; "   \
     "no strided batch; not through the interposer"
@@ -90,6 +126,7 @@ const tc_route_row tc_route_table[] = {
     /* op             eligible          when              path                       form                  name                 kernel */
     {TC_SEL_OP_SPMM,  tc_eligible_tc,   TC_WHEN_SPMM_TC,  TCSPARSE_PATH_TC_BASE,     TC_SEL_CAND_BASE,     "TC base",           NULL},
     {TC_SEL_OP_SPMM,  tc_eligible_tc,   TC_WHEN_SPMM_TC,  TCSPARSE_PATH_TC_BALANCED, TC_SEL_CAND_BALANCED, "TC balanced",       NULL},
+    {TC_SEL_OP_SPMM,  tc_eligible_csr,  TC_WHEN_SPMM_CSR, TCSPARSE_PATH_CUDA_CORE,   TC_SEL_CAND_CSR,      "CUDA cores",        "tc_spmm_csr"},
     {TC_SEL_OP_SPMM,  tc_eligible_alg3, TC_WHEN_ALG3,     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_ALG3,     "cuSPARSE CSR_ALG3", "cusparseSpMM(CSR_ALG3)"},
     {TC_SEL_OP_SPMM,  NULL,             "every call",     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_CUSPARSE, "cuSPARSE",          "cusparseSpMM"},
     {TC_SEL_OP_SDDMM, tc_eligible_tc,   TC_WHEN_SDDMM_TC, TCSPARSE_PATH_TC_BASE,     TC_SEL_CAND_BASE,     "TC base",           NULL},
@@ -127,7 +164,10 @@ void tc_route_call_spmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_
                          .n = C->cols,
                          .cc_major = h->cc_major,
                          .cc_minor = h->cc_minor,
-                         .interposed = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)};
+                         .interposed = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE),
+                         .dense_vec4 = tc_spmm_csr_fits(B->values, B->ld, C->values, C->ld,
+                                                        C->cols, tc_route_ab_type(B->value_type),
+                                                        tc_route_ab_type(C->value_type))};
 }
 
 void tc_route_call_sddmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_t opA,
@@ -193,6 +233,7 @@ const char *tc_route_form_name(int form)
     case TC_SEL_CAND_BALANCED: return "balanced";
     case TC_SEL_CAND_CUSPARSE: return "as asked";
     case TC_SEL_CAND_ALG3: return "CSR_ALG3";
+    case TC_SEL_CAND_CSR: return "CSR";
     default: return "?";
     }
 }

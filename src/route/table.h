@@ -38,6 +38,8 @@ typedef struct {
                                            * cuSPARSE calls run the real cuSPARSE as asked */
     int a_view;                           /* SpMM, opA = TRANSPOSE: the plan is that of the
                                            * transposed view (route_spmm.c) */
+    int dense_vec4;                       /* SpMM: B and C as the CUDA-core CSR kernel reads
+                                           * them (tc_spmm_csr_fits, kernels.h) */
 } tc_route_call;
 
 void tc_route_call_spmm(tc_route_call *c, tcsparseHandle_t h, tcsparseOperation_t opA,

@@ -30,6 +30,7 @@ typedef struct {
     int explore;  /* 1: the executions must measure the paths and settle ("exploring" then
                    * "measured on"); -1: they must not measure; 0: no expectation */
     tcsparseOperation_t opA; /* TRANSPOSE: the product is alpha * m^T * B + beta * C */
+    int nan_unused_b; /* rows of B that no nonzero multiplies hold NaN (must not leak) */
 } spmm_case;
 
 static inline double bound_for(const spmm_case *k)
@@ -44,6 +45,8 @@ static inline double urand(void) { return tc_test_rand_uniform(&seed); }
 
 /* Runs one case on m and checks it; returns the relative error. */
 static char last_kernel[64]; /* the kernel of run_case's last execution */
+static tcsparsePath_t last_path; /* and its path */
+static int cuda_core_calls;      /* run_case's executions on the CUDA-core kernel */
 static tc_test_call_log call_log; /* what run_case's executions did (the tuning's test) */
 
 static inline double run_case(const tc_csr *m, const spmm_case *k, const char *label)
@@ -97,6 +100,16 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
             if (j < N)
                 b[i * N + j] = v;
         }
+    if (k->nan_unused_b) {
+        char *used = calloc((size_t)Ko + 1, 1);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t e = m->row_off[i]; e < m->row_off[i + 1]; e++)
+                used[tr ? i : m->col[e]] = 1;
+        for (int64_t i = 0; i < Ko; i++)
+            for (int64_t j = 0; j < N && !used[i]; j++)
+                put(h_B, (size_t)(i * ldb + j), k->ab, NAN);
+        free(used);
+    }
     void *h_C = malloc(esize(k->c) * (size_t)(Mo * ldc + 1));
     double *c0 = malloc(sizeof(double) * (size_t)(Mo * N + 1));
     for (int64_t i = 0; i < Mo; i++)
@@ -168,6 +181,7 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
     double err = 0;
     tcsparseRouteInfo_t ri;
     tc_test_call_log_reset(&call_log);
+    cuda_core_calls = 0;
     for (int rep = 0; rep < reps; rep++) {
         if (rep > 0) /* each execution starts from C's initial contents (NaN where beta = 0) */
             cr_assert_eq(cudaMemcpy(d_C, h_C_init, esize(k->c) * (size_t)(Mo * ldc), cudaMemcpyHostToDevice),
@@ -177,6 +191,8 @@ static inline double run_case(const tc_csr *m, const spmm_case *k, const char *l
         cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: kernel failed", label);
         tcsparseGetLastRoute(h, &ri);
         snprintf(last_kernel, sizeof last_kernel, "%s", ri.kernel);
+        last_path = ri.path;
+        cuda_core_calls += ri.path == TCSPARSE_PATH_CUDA_CORE;
         tc_test_measuring_note(&measuring, &ri);
         if (k->explore < 0)
             cr_assert(strncmp(ri.reason, "exploring", 9) != 0, "%s: call %d measured: '%s'", label,

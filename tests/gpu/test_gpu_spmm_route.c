@@ -413,3 +413,129 @@ Test(gpu_spmm, tune_after_route_switch)
     unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
     tc_config_reload();
 }
+
+/* A matrix whose rows cross the CUDA-core kernel's pieces of 256 nonzeros every way: empty
+ * rows first, between and last, rows of 1,000 and 700 nonzeros (several pieces each), a row
+ * that ends exactly on a piece boundary, and short rows. */
+static void long_rows_matrix(tc_csr *m)
+{
+    static const int lens[] = {0, 1000, 0, 0, 3, 700, 1, 2, 0, 42, 300, 256, 5, 0, 0, 1, 9, 0};
+    const int64_t rows = 60, cols = 1500;
+    m->rows = rows;
+    m->cols = cols;
+    m->row_off = calloc((size_t)rows + 1, sizeof *m->row_off);
+    int64_t nnz = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        nnz += r < (int64_t)(sizeof lens / sizeof lens[0]) ? lens[r] : (r % 7 == 0 ? 0 : r % 5 + 1);
+        m->row_off[r + 1] = nnz;
+    }
+    m->nnz = nnz;
+    m->col = malloc(sizeof *m->col * (size_t)nnz + 1);
+    m->val = malloc(sizeof *m->val * (size_t)nnz + 1);
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t len = m->row_off[r + 1] - m->row_off[r];
+        const int64_t step = cols / (len + 1); /* distinct, ascending */
+        for (int64_t i = 0; i < len; i++) {
+            m->col[m->row_off[r] + i] = (int32_t)(i * step + r % (step > 0 ? step : 1));
+            m->val[m->row_off[r] + i] = urand();
+        }
+    }
+}
+
+/* TCSPARSE_ROUTE_CUDA_CORE: the CUDA-core CSR kernel on every type pair, N from 4 to 260 (one
+ * lane group of 2 to 32 lanes, one or two vectors a lane, several column tiles), 32- and 64-bit
+ * indices, zero- and one-based, beta 0 over a C of NaN and beta != 0, host and device scalars,
+ * padded ldb / ldc, NaN in the rows of B no nonzero uses; on a power-law matrix, a uniform one,
+ * one with rows across pieces and an empty one.  Each call must run on the CUDA cores. */
+Test(gpu_spmm, cuda_core_kernel)
+{
+    TC_REQUIRE_GPU();
+    tc_csr ms[4];
+    const char *names[4] = {"rmat:10:8", "uniform:700:500:6", "long rows", "empty"};
+    gen_or_fail("rmat:10:8", &ms[0]);
+    gen_or_fail("uniform:700:500:6", &ms[1]);
+    long_rows_matrix(&ms[2]);
+    ms[3] = (tc_csr){.rows = 37, .cols = 20, .nnz = 0};
+    ms[3].row_off = calloc(38, sizeof *ms[3].row_off);
+    ms[3].col = malloc(4);
+    ms[3].val = malloc(8);
+    static const int ns[] = {4, 8, 12, 16, 20, 32, 36, 64, 100, 128, 132, 256, 260};
+    static const prec_t precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, 0, "f32"},    {CUDA_R_16F, CUDA_R_16F, 0, "f16"},
+        {CUDA_R_16F, CUDA_R_32F, 0, "f16->f32"}, {CUDA_R_16BF, CUDA_R_16BF, 0, "bf16"},
+        {CUDA_R_16BF, CUDA_R_32F, 0, "bf16->f32"}};
+    int i = 0;
+    for (int mi = 0; mi < 4; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++, i++) {
+                if (mi != 2 && (ni + p) % 3 != 0)
+                    continue; /* every N and type on the long rows, a third elsewhere */
+                spmm_case k = base_case(ns[ni]);
+                k.ab = precs[p].ab;
+                k.c = precs[p].c;
+                k.route = TCSPARSE_ROUTE_CUDA_CORE;
+                k.idx64 = i % 2;
+                k.base = (i / 2) % 2;
+                k.beta = i % 3 == 0 ? 0.0f : -0.75f;
+                k.alpha = i % 4 == 0 ? -1.5f : 1.0f;
+                k.device_ptrs = i % 5 == 0;
+                k.ldb_pad = 4 * (i % 2);
+                k.ldc_pad = 8 * ((i / 3) % 2);
+                k.preprocess = i % 2;
+                k.nan_unused_b = 1;
+                k.repeat = 2;
+                char label[160];
+                snprintf(label, sizeof label, "cuda-core %s N=%d %s", names[mi], ns[ni],
+                         precs[p].n);
+                run_case(&ms[mi], &k, label);
+                cr_assert_eq(last_path, TCSPARSE_PATH_CUDA_CORE, "%s: took %s", label,
+                             last_kernel);
+            }
+    for (int mi = 0; mi < 4; mi++)
+        tc_csr_free(&ms[mi]);
+}
+
+/* Calls the CUDA-core kernel does not take (N not a multiple of 4, ldb off its boundary, a
+ * transposed A, CSC) run on cuSPARSE under TCSPARSE_ROUTE_CUDA_CORE, correct, with the reason;
+ * and under the automatic route the kernel is one of the candidates measured on the
+ * executions, whatever is kept. */
+Test(gpu_spmm, cuda_core_refusals_and_measurement)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("rmat:11:8", &m);
+    spmm_case k = base_case(30);
+    k.route = TCSPARSE_ROUTE_CUDA_CORE;
+    run_case(&m, &k, "cuda-core N=30");
+    cr_assert_eq(last_path, TCSPARSE_PATH_CUSPARSE, "N=30 took %s", last_kernel);
+    k = base_case(64);
+    k.route = TCSPARSE_ROUTE_CUDA_CORE;
+    k.ldb_pad = 1;
+    run_case(&m, &k, "cuda-core ldb=65");
+    cr_assert_eq(last_path, TCSPARSE_PATH_CUSPARSE, "ldb=65 took %s", last_kernel);
+    k = base_case(64);
+    k.route = TCSPARSE_ROUTE_CUDA_CORE;
+    k.opA = TCSPARSE_OPERATION_TRANSPOSE;
+    run_case(&m, &k, "cuda-core transposed");
+    cr_assert_eq(last_path, TCSPARSE_PATH_CUSPARSE, "transposed took %s", last_kernel);
+    k = base_case(64);
+    k.route = TCSPARSE_ROUTE_CUDA_CORE;
+    k.fmt = TCSPARSE_FORMAT_CSC;
+    run_case(&m, &k, "cuda-core CSC");
+    cr_assert_eq(last_path, TCSPARSE_PATH_CUSPARSE, "CSC took %s", last_kernel);
+    /* automatic: the kernel is sampled among the candidates (every candidate kept within
+     * reach by a wide explore factor), and every execution is correct */
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1000", 1);
+    tc_config_reload();
+    k = base_case(128);
+    k.route = TCSPARSE_ROUTE_AUTO;
+    k.preprocess = 0;
+    k.repeat = 24;
+    k.explore = 1;
+    run_case(&m, &k, "auto with the CUDA-core candidate");
+    cr_assert(cuda_core_calls >= 3, "the CUDA-core kernel ran %d of %d calls", cuda_core_calls,
+              k.repeat);
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
+    tc_csr_free(&m);
+}

@@ -147,7 +147,7 @@ Test(handle, round_trips_and_version)
     EXPECT_OK(tcsparseSetMathMode(h, TCSPARSE_MATH_TF32));
     EXPECT_OK(tcsparseGetMathMode(h, &mm));
     cr_assert_eq(mm, TCSPARSE_MATH_TF32);
-    for (int r = TCSPARSE_ROUTE_AUTO; r <= TCSPARSE_ROUTE_TC_BALANCED; r++) {
+    for (int r = TCSPARSE_ROUTE_AUTO; r <= TCSPARSE_ROUTE_CUDA_CORE; r++) {
         tcsparseRoute_t got_r;
         EXPECT_OK(tcsparseSetRoute(h, (tcsparseRoute_t)r));
         EXPECT_OK(tcsparseGetRoute(h, &got_r));
@@ -211,7 +211,7 @@ Test(handle, null_handle_and_outputs)
     EXPECT_FAIL(tcsparseGetMathMode(h, NULL), BAD);
     EXPECT_FAIL(tcsparseSetMathMode(h, (tcsparseMathMode_t)2), BAD);
     EXPECT_FAIL(tcsparseGetRoute(h, NULL), BAD);
-    EXPECT_FAIL(tcsparseSetRoute(h, (tcsparseRoute_t)5), BAD);
+    EXPECT_FAIL(tcsparseSetRoute(h, (tcsparseRoute_t)6), BAD);
     EXPECT_FAIL(tcsparseSetRoute(h, (tcsparseRoute_t)-1), BAD);
     EXPECT_FAIL(tcsparseGetLastRoute(h, NULL), BAD);
     tcsparsePointerMode_t pm;

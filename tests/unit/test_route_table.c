@@ -60,9 +60,8 @@ Test(route_table, rows_are_named_with_unique_forms)
         cr_expect(r->name != NULL && r->name[0] != '\0', "row %d has no name", i);
         cr_expect(r->when != NULL && r->when[0] != '\0', "row %d: eligibility not in words", i);
         cr_expect(r->form >= 0 && r->form < TC_SEL_NCAND, "row %d: form %d", i, r->form);
-        /* cuSPARSE rows name their kernel; the tensor-core launcher names its own */
-        cr_expect_eq(r->kernel != NULL, r->path == TCSPARSE_PATH_CUSPARSE, "row %d (%s)", i,
-                     r->name);
+        /* cuSPARSE and CUDA-core rows name their kernel; the tensor-core launcher its own */
+        cr_expect_eq(r->kernel != NULL, !tc_path_on_plan(r->path), "row %d (%s)", i, r->name);
         cr_expect_str_neq(tc_route_form_name(r->form), "?", "row %d", i);
         for (int j = 0; j < i; j++)
             cr_expect(tc_route_table[j].op != r->op || tc_route_table[j].form != r->form,
@@ -76,6 +75,7 @@ Test(route_table, rows_are_named_with_unique_forms)
     } want[] = {
         {TC_SEL_OP_SPMM, TC_SEL_CAND_BASE, TCSPARSE_PATH_TC_BASE, "TC base", NULL},
         {TC_SEL_OP_SPMM, TC_SEL_CAND_BALANCED, TCSPARSE_PATH_TC_BALANCED, "TC balanced", NULL},
+        {TC_SEL_OP_SPMM, TC_SEL_CAND_CSR, TCSPARSE_PATH_CUDA_CORE, "CUDA cores", "tc_spmm_csr"},
         {TC_SEL_OP_SPMM, TC_SEL_CAND_ALG3, TCSPARSE_PATH_CUSPARSE, "cuSPARSE CSR_ALG3",
          "cusparseSpMM(CSR_ALG3)"},
         {TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE, TCSPARSE_PATH_CUSPARSE, "cuSPARSE", "cusparseSpMM"},
@@ -97,6 +97,7 @@ Test(route_table, rows_are_named_with_unique_forms)
                      "%s: by its path", want[i].name);
     }
     cr_expect_null(tc_route_row_of(TC_SEL_OP_SDDMM, TC_SEL_CAND_ALG3), "SDDMM has no CSR_ALG3");
+    cr_expect_null(tc_route_row_of(TC_SEL_OP_SDDMM, TC_SEL_CAND_CSR), "SDDMM has no CUDA-core row");
 }
 
 Test(route_table, tensor_core_rows_share_one_predicate)
@@ -127,6 +128,7 @@ static tc_route_call spmm_call(void)
     c.sp_nnz = 10000;
     c.n = 64;
     c.cc_major = 9;
+    c.dense_vec4 = 1;
     return c;
 }
 
@@ -250,7 +252,8 @@ Test(route_eligible, csr_alg3_only_for_fp32_csr_default_unbatched_direct_calls)
     char why[160];
     const unsigned tc_and_cusparse = bit(TC_SEL_OP_SPMM, TC_SEL_CAND_BASE) |
                                      bit(TC_SEL_OP_SPMM, TC_SEL_CAND_BALANCED) |
-                                     bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE);
+                                     bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE) |
+                                     bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CSR);
     tc_route_call c = spmm_call();
     c.a_type = c.b_type = CUDA_R_16F; /* FP16 A and B, FP32 C: tensor cores yes */
     cr_expect_eq(walk(&c, why, sizeof why), tc_and_cusparse);
@@ -265,8 +268,9 @@ Test(route_eligible, csr_alg3_only_for_fp32_csr_default_unbatched_direct_calls)
     c.interposed = 1;
     cr_expect_eq(walk(&c, why, sizeof why), tc_and_cusparse);
     c = spmm_call();
-    c.sp_format = TCSPARSE_FORMAT_COO;
-    cr_expect_eq(walk(&c, why, sizeof why), tc_and_cusparse);
+    c.sp_format = TCSPARSE_FORMAT_COO; /* the CUDA-core kernel reads CSR only */
+    cr_expect_eq(walk(&c, why, sizeof why),
+                 tc_and_cusparse & ~bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CSR));
     c = spmm_call();
     c.b_batch = 0; /* CSR_ALG3 wants a batch count of exactly 1 */
     cr_expect_eq(walk(&c, why, sizeof why), tc_and_cusparse);
@@ -274,6 +278,35 @@ Test(route_eligible, csr_alg3_only_for_fp32_csr_default_unbatched_direct_calls)
     c.c_batch = 3;
     cr_expect_eq(walk(&c, why, sizeof why), bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE));
     cr_expect_str_eq(why, "strided batch");
+}
+
+Test(route_eligible, cuda_core_row_takes_untransposed_csr_with_vec4_operands)
+{
+    char why[160];
+    const unsigned csr = bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CSR);
+    tc_route_call c = spmm_call();
+    cr_expect_neq(walk(&c, why, sizeof why) & csr, 0u);
+    cr_expect_str_eq(why, UNTOUCHED);
+    c.dense_vec4 = 0; /* N, ldb, ldc or an address off 4 elements: only that row refuses */
+    cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SPMM) & ~csr);
+    cr_expect(strncmp(why, "N, ldb or ldc not a multiple of 4", 33) == 0, "%s", why);
+    c = spmm_call();
+    c.opA = TCSPARSE_OPERATION_TRANSPOSE; /* the tensor cores take it through A's view */
+    c.a_view = 1;
+    c.alg_default = 0;
+    cr_expect_eq(walk(&c, why, sizeof why) & csr, 0u);
+    cr_expect_str_eq(why, "transposed operand");
+    c = spmm_call();
+    c.sp_format = TCSPARSE_FORMAT_CSC;
+    cr_expect_eq(walk(&c, why, sizeof why) & csr, 0u);
+    c = spmm_call();
+    c.sp_nnz = (1ll << 31) - 1;
+    cr_expect_eq(walk(&c, why, sizeof why) & csr, 0u);
+    c = spmm_call();
+    c.cc_major = 7;
+    c.cc_minor = 5;
+    cr_expect_eq(walk(&c, why, sizeof why) & csr, 0u);
+    cr_expect(!tc_route_row_eligible(tc_route_row_of(TC_SEL_OP_SPMM, TC_SEL_CAND_CSR), &c));
 }
 
 Test(route_eligible, type_combinations)
