@@ -74,6 +74,44 @@ static tcsparseStatus_t tc_spmm_decide(tcsparseHandle_t h, tc_route_call *c,
     return tc_route_decide(h, c, P != NULL ? P : A, &k, d, plan);
 }
 
+/* The launchers' arguments of an SpMM of A's values, B and C, M x K = rows x cols of P (the
+ * product's A: the caller's, or its transposed view); no plan, no schedule. */
+static tc_spmm_args tc_spmm_args_of(tcsparseHandle_t h, const void *alpha,
+                                    tcsparseConstSpMatDescr_t A,
+                                    const struct tcsparseSpMatDescr *P,
+                                    tcsparseConstDnMatDescr_t B, const void *beta,
+                                    tcsparseDnMatDescr_t C)
+{
+    tc_spmm_args a = {0};
+    a.M = P->rows;
+    a.K = P->cols;
+    a.N = C->cols;
+    a.ab_type = tc_route_ab_type(A->value_type);
+    a.c_type = tc_route_ab_type(C->value_type);
+    a.a_val = A->values;
+    a.B = B->values;
+    a.ldb = B->ld;
+    a.C = C->values;
+    a.ldc = C->ld;
+    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
+    return a;
+}
+
+/* A's CSR arrays as the CUDA-core kernels read them (transposed: the product's A is their
+ * transpose). */
+static tc_csr_arrays tc_csr_arrays_of(tcsparseConstSpMatDescr_t A, int transposed)
+{
+    tc_csr_arrays csr = {0};
+    csr.nnz = A->nnz;
+    csr.offsets = A->offsets;
+    csr.indices = A->indices;
+    csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
+    csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
+    csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
+    csr.transposed = transposed;
+    return csr;
+}
+
 /* tune: the executions may measure the kernel variants (tune.h); not the timings of the
  * measured mode at _preprocess, which compare the paths with the launcher's choice. */
 static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
@@ -83,20 +121,9 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
                                    tcsparseDnMatDescr_t C, struct tc_plan *plan, tc_decision *d,
                                    int tune)
 {
-    tc_spmm_args a = {0};
-    a.M = P->rows; /* the product's A: the caller's, or its transpose (P, the view) */
-    a.K = P->cols;
-    a.N = C->cols;
+    tc_spmm_args a = tc_spmm_args_of(h, alpha, A, P, B, beta, C);
     a.plan = &plan->dev;
-    a.ab_type = tc_route_ab_type(A->value_type);
-    a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32; /* TCSPARSE_MATH is read at handle creation */
-    a.a_val = A->values;
-    a.B = B->values;
-    a.ldb = B->ld;
-    a.C = C->values;
-    a.ldc = C->ld;
-    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
     if (d->path == TCSPARSE_PATH_TC_BALANCED) {
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
@@ -131,13 +158,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
                                                                          : gst,
                                 "tcsparseSpMM: %s", msg);
         a.guard = &((tc_guard_dev *)g->dev)->verdict;
-        csr.nnz = A->nnz;
-        csr.offsets = A->offsets;
-        csr.indices = A->indices;
-        csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
-        csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
-        csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
-        csr.transposed = P != A;
+        csr = tc_csr_arrays_of(A, P != A);
     }
     int var[TC_SPMM_MAX_VARIANTS];
     const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
@@ -185,26 +206,9 @@ static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
                                     tcsparseConstDnMatDescr_t B, const void *beta,
                                     tcsparseDnMatDescr_t C)
 {
-    tc_spmm_args a = {0};
-    a.M = A->rows;
-    a.K = A->cols;
-    a.N = C->cols;
-    a.ab_type = tc_route_ab_type(A->value_type);
-    a.c_type = tc_route_ab_type(C->value_type);
-    a.a_val = A->values;
-    a.B = B->values;
-    a.ldb = B->ld;
-    a.C = C->values;
-    a.ldc = C->ld;
-    tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
-    tc_csr_arrays csr = {0};
-    csr.nnz = A->nnz;
-    csr.offsets = A->offsets;
-    csr.indices = A->indices;
-    csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
-    csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
-    csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
-    csr.transposed = opA != TCSPARSE_OPERATION_NON_TRANSPOSE || A->format != TCSPARSE_FORMAT_CSR;
+    tc_spmm_args a = tc_spmm_args_of(h, alpha, A, A, B, beta, C);
+    const tc_csr_arrays csr = tc_csr_arrays_of(
+        A, opA != TCSPARSE_OPERATION_NON_TRANSPOSE || A->format != TCSPARSE_FORMAT_CSR);
     char msg[200];
     const tcsparseStatus_t st = tc_spmm_csr_launch(&a, &csr, h->stream, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS)
