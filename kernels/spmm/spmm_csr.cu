@@ -15,10 +15,11 @@
 #include <cstdint>
 #include <cstdio>
 #include "kernels.h"
-#include "spmm_kernel.cuh" // tc::to_f, tc::from_f
+#include "spmm_kernel.cuh" // tc::to_f, tc::from_f, tc::csr_index, tc::csr_row_start
 
 namespace {
 
+using tc::csr_index;
 using tc::from_f;
 using tc::to_f;
 
@@ -36,19 +37,10 @@ struct CsrParams { // M, K, N, nnz below 2^31 (the route's eligibility)
     float alpha, beta;
 };
 
-__device__ __forceinline__ int64_t load_index(const void *p, int is64, int32_t i)
-{
-    return is64 ? __ldg(static_cast<const long long *>(p) + i)
-                : (int64_t)__ldg(static_cast<const int32_t *>(p) + i);
-}
-
-// Where row r starts, clamped into [0, nnz]; nnz for r >= M.
+// Where row r (at most M) starts, clamped into [0, nnz].
 __device__ __forceinline__ int32_t row_start(const CsrParams &p, int32_t r)
 {
-    if (r >= p.M)
-        return p.nnz;
-    const int64_t k = load_index(p.off, p.off64, r) - p.base;
-    return k < 0 ? 0 : k > p.nnz ? p.nnz : (int32_t)k;
+    return (int32_t)tc::csr_row_start(p.off, p.off64, p.base, p.nnz, r);
 }
 
 // 4 consecutive elements as floats, and back.
@@ -127,7 +119,7 @@ __global__ void __launch_bounds__(kThreads) csr_spmm_kernel(const CsrParams p)
         int32_t my_col = -1;
         float my_val = 0.0f;
         if (gl < cnt) {
-            const int64_t c = load_index(p.idx, p.idx64, kb + gl) - p.base;
+            const int64_t c = csr_index(p.idx, p.idx64, kb + gl) - p.base;
             if (c >= 0 && c < p.K) {
                 my_col = (int32_t)c;
                 my_val = to_f(av[kb + gl]);
@@ -219,11 +211,11 @@ extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_c
     }
     if (a->M == 0 || a->N == 0)
         return TCSPARSE_STATUS_SUCCESS;
-    CsrParams p{};
     if (a->M >= INT32_MAX || a->K >= INT32_MAX || a->N >= INT32_MAX || csr->nnz >= INT32_MAX) {
         snprintf(err, errlen, "the CUDA-core CSR SpMM takes sizes and nonzeros below 2^31");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
+    CsrParams p{};
     p.M = (int32_t)a->M; p.K = (int32_t)a->K; p.N = (int32_t)a->N;
     p.nnz = csr->nnz < 0 ? 0 : (int32_t)csr->nnz;
     p.off = csr->offsets; p.idx = csr->indices;

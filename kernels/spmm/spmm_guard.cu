@@ -9,10 +9,11 @@
 #include <cstdint>
 #include <cstdio>
 #include "kernels.h"
-#include "spmm_kernel.cuh" // tc::to_f, tc::from_f: the kernels' own conversions
+#include "spmm_kernel.cuh" // tc::to_f, tc::from_f, tc::csr_index, tc::csr_row_start
 
 namespace {
 
+using tc::csr_index;
 using tc::from_f;
 using tc::to_f;
 
@@ -29,16 +30,10 @@ struct FallbackParams {
     const int *verdict;
 };
 
-__device__ __forceinline__ int64_t load_index(const void *p, int is64, int64_t i)
-{
-    return is64 ? static_cast<const int64_t *>(p)[i] : (int64_t) static_cast<const int32_t *>(p)[i];
-}
-
 // Position k of row r's entries, clamped into [0, nnz].
 __device__ __forceinline__ int64_t row_start(const FallbackParams &p, int64_t r)
 {
-    const int64_t k = load_index(p.offsets, p.offsets_64, r) - p.base;
-    return k < 0 ? 0 : k > p.nnz ? p.nnz : k;
+    return tc::csr_row_start(p.offsets, p.offsets_64, p.base, p.nnz, r);
 }
 
 template <class AT, class CT>
@@ -60,7 +55,7 @@ __global__ void spmm_guard_fallback_kernel(const FallbackParams p)
         for (int64_t c0 = 0; c0 < p.N; c0 += 32 * kCols) {
             float acc[kCols] = {};
             for (int64_t k = k0; k < k1; ++k) {
-                const int64_t col = load_index(p.indices, p.indices_64, k) - p.base;
+                const int64_t col = csr_index(p.indices, p.indices_64, k) - p.base;
                 if (col < 0 || col >= p.K)
                     continue;
                 const float v = to_f(av[k]);
@@ -126,7 +121,7 @@ __global__ void spmm_guard_fallback_t_kernel(const FallbackParams p)
         const int64_t k0 = row_start(p, r), k1 = row_start(p, r + 1);
         const AT *brow = B + r * p.ldb;
         for (int64_t k = k0; k < k1; ++k) {
-            const int64_t col = load_index(p.indices, p.indices_64, k) - p.base;
+            const int64_t col = csr_index(p.indices, p.indices_64, k) - p.base;
             if (col < 0 || col >= p.M)
                 continue;
             const float v = alpha * to_f(av[k]);

@@ -35,6 +35,24 @@ __device__ __forceinline__ bool guard_stops(const SpmmParams &p)
     return p.guard != nullptr && *p.guard == 0;
 }
 
+// ---- the caller's CSR arrays (the CUDA-core SpMMs: spmm_csr.cu, spmm_guard.cu) ----------
+
+// Entry i of an int32 or int64 index array (read only while the kernel runs).
+__device__ __forceinline__ int64_t csr_index(const void *p, int is64, int64_t i)
+{
+    return is64 ? __ldg(static_cast<const long long *>(p) + i)
+                : (int64_t)__ldg(static_cast<const int32_t *>(p) + i);
+}
+
+// Where row r starts (offsets[r] - base), clamped into [0, nnz]: whatever the offsets hold,
+// no nonzero outside the arrays is read.
+__device__ __forceinline__ int64_t csr_row_start(const void *offsets, int is64, int base,
+                                                 int64_t nnz, int64_t r)
+{
+    const int64_t k = csr_index(offsets, is64, r) - base;
+    return k < 0 ? 0 : k > nnz ? nnz : k;
+}
+
 // ---- conversions and tensor-core instructions -------------------------------------------
 
 __device__ __forceinline__ float to_f(float x) { return x; }
