@@ -117,13 +117,12 @@ tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
  *  (auto|tc|tc-base|tc-balanced|cuda-core|cusparse) overrides it when set.  With the
- *  automatic route,
- *  the first executions of a kind of SpMM call on a matrix (N, types, math mode) run each
- *  path the model predicts close to its fastest three times, timed with CUDA events (no
- *  synchronisation), and later calls of that kind take the fastest; the last route's reason
- *  reads "exploring: ..." meanwhile and "measured on K calls: ..." after.  Every one of
- *  those executions computes the full, correct result.  TCSPARSE_SELECT=model keeps the
- *  model's decision without measuring; TCSPARSE_SELECT=measure times the paths in
+ *  automatic route, the first executions of a kind of SpMM call on a matrix (N, types, math
+ *  mode) run each path the model predicts close to its fastest three times, timed with CUDA
+ *  events (no synchronisation), and later calls of that kind take the fastest; the last
+ *  route's reason reads "exploring: ..." meanwhile and "measured on K calls: ..." after.
+ *  Every one of those executions computes the full, correct result.  TCSPARSE_SELECT=model
+ *  keeps the model's decision without measuring; TCSPARSE_SELECT=measure times the paths in
  *  tcsparseSpMM_preprocess instead (into a scratch copy of C).  On any route, the first
  *  tensor-core executions of a kind of FP32 SpMM call with N > 32 (and of plain TF32 SDDMM
  *  call with K > 32) also measure the kernel variants (6-9 calls, the reason then ends in

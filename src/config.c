@@ -238,7 +238,8 @@ static void tc_read_user(tc_config *c)
         else {
             c->route = TC_CFG_ROUTE_AUTO;
             if (strcmp(e, "auto") != 0)
-                tc_bad("TCSPARSE_ROUTE", e, "auto, tc, tc-base, tc-balanced, cuda-core or cusparse",
+                tc_bad("TCSPARSE_ROUTE", e,
+                       "auto, tc, tc-base, tc-balanced, cuda-core or cusparse",
                        "the automatic route is in effect");
         }
     }

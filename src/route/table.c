@@ -14,6 +14,19 @@ static tcsparseOrder_t tc_order_after(tcsparseOperation_t op, tcsparseOrder_t o)
     return o == TCSPARSE_ORDER_ROW ? TCSPARSE_ORDER_COL : TCSPARSE_ORDER_ROW;
 }
 
+/* The value types the tcsparse kernels take: A and B of one type among FP32, FP16 and BF16
+ * (bf16_ok: BF16 too), C FP32 or that type, FP32 compute; 0 with the reason otherwise. */
+static int tc_types_ok(const tc_route_call *c, int bf16_ok, char *why, size_t n)
+{
+    const cudaDataType ab = c->a_type;
+    if (tc_route_ab_type(ab) >= 0 && (bf16_ok || ab != CUDA_R_16BF) && c->b_type == ab &&
+        c->compute == CUDA_R_32F && (c->c_type == CUDA_R_32F || c->c_type == ab))
+        return 1;
+    return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
+                    tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
+                    tc_dtype_name(c->compute)), 0;
+}
+
 /* The tensor-core kernels, either operation.  SpMM: A untransposed, or transposed through its
  * transposed view's plan (a_view); B untransposed; B and C row-major.  SDDMM: op(A) row-major
  * and op(B) column-major, whatever the operations (a transposed operand is the other layout
@@ -24,7 +37,6 @@ static tcsparseOrder_t tc_order_after(tcsparseOperation_t op, tcsparseOrder_t o)
 static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
 {
     const int sddmm = c->op == TC_SEL_OP_SDDMM;
-    const cudaDataType ab = c->a_type;
     if (c->opA == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE ||
         c->opB == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE)
         return snprintf(why, n, "conjugate-transposed operand"), 0;
@@ -40,12 +52,8 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
         return snprintf(why, n, "column-major B or C"), 0;
     if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
         return snprintf(why, n, "strided batch"), 0;
-    const int ab_ok = tc_route_ab_type(ab) >= 0 && (!sddmm || ab != CUDA_R_16BF);
-    if (!ab_ok || c->b_type != ab || c->compute != CUDA_R_32F ||
-        (c->c_type != CUDA_R_32F && c->c_type != ab))
-        return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
-                        tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
-                        tc_dtype_name(c->compute)), 0;
+    if (!tc_types_ok(c, !sddmm, why, n))
+        return 0;
     const int64_t prow = c->a_view ? c->sp_cols : c->sp_rows; /* the plan's rows */
     if (c->sp_nnz >= (1ll << 31) || prow >= (1ll << 31) - 16 || c->sp_rows >= (1ll << 31) ||
         c->sp_cols >= (1ll << 31))
@@ -62,7 +70,6 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
  * 2^31, an sm_80 or newer device (the build's floor: BF16 atomics). */
 static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
 {
-    const cudaDataType ab = c->a_type;
     if (c->op != TC_SEL_OP_SPMM || c->sp_format != TCSPARSE_FORMAT_CSR)
         return snprintf(why, n, "the CUDA-core kernel takes CSR SpMM"), 0;
     if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
@@ -71,11 +78,8 @@ static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
         return snprintf(why, n, "column-major B or C"), 0;
     if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
         return snprintf(why, n, "strided batch"), 0;
-    if (tc_route_ab_type(ab) < 0 || c->b_type != ab || c->compute != CUDA_R_32F ||
-        (c->c_type != CUDA_R_32F && c->c_type != ab))
-        return snprintf(why, n, "type combination %s/%s/%s compute %s", tc_dtype_name(ab),
-                        tc_dtype_name(c->b_type), tc_dtype_name(c->c_type),
-                        tc_dtype_name(c->compute)), 0;
+    if (!tc_types_ok(c, 1, why, n))
+        return 0;
     if (!c->dense_vec4)
         return snprintf(why, n, "N, ldb or ldc not a multiple of 4, or B or C not on a "
                                 "4-element boundary"), 0;
