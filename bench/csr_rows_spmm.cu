@@ -1,5 +1,7 @@
-// csr_rows_spmm: the library's CUDA-core CSR SpMM (tc_spmm_csr_launch, kernels/spmm/spmm_csr.cu)
-// against cuSPARSE ALG_DEFAULT, CSR_ALG2 and CSR_ALG3 (preprocessed outside the timing), FP32,
+// csr_rows_spmm: the library's CUDA-core CSR SpMM (tc_spmm_csr_launch, kernels/spmm/spmm_csr.cu,
+// on the schedule of tc_csr_sched_build, built once outside the timing: its time and bytes a
+// nonzero are printed to stderr) against cuSPARSE ALG_DEFAULT, CSR_ALG2 and CSR_ALG3
+// (preprocessed outside the timing), FP32,
 // B and C row-major, all in one process, interleaved: each repetition runs every variant once
 // (CUDA events, 3 warm-up rounds, median).  Every output is checked against a CPU reference in
 // double (C poisoned with NaN first, so every element must be written; relative Frobenius
@@ -8,7 +10,8 @@
 // Build on the GPU machine, from a configured build tree (config.h) of the source tree:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DHAVE_CONFIG_H -I. -Iinclude -Ikernels -Ikernels/common \
 //       -Itools/common -o csr_rows_spmm bench/csr_rows_spmm.cu kernels/spmm/spmm_csr.cu \
-//       tools/common/gen.c tools/common/mmio.c -lcusparse -lz
+//       kernels/spmm/spmm_csr_sched.cu tools/common/gen.c tools/common/mmio.c \
+//       -lcusparse -lz
 //   ./csr_rows_spmm [-n N] [-r REPS] INPUT...   (a Matrix Market file or a generator spec)
 #include <algorithm>
 #include <cmath>
@@ -167,9 +170,31 @@ int main(int argc, char **argv)
         a.alpha = alpha; a.beta = beta;
         tc_csr_arrays csr{};
         csr.nnz = m.nnz; csr.offsets = d_off; csr.indices = d_col;
+        tc_csr_sched sched{};
+        {
+            char msg[200];
+            cudaEvent_t s0, s1;
+            cuda_ok(cudaEventCreate(&s0), "event");
+            cuda_ok(cudaEventCreate(&s1), "event");
+            cuda_ok(cudaEventRecord(s0), "record");
+            if (tc_csr_sched_build(&csr, M, 0, &sched, msg, sizeof msg) !=
+                TCSPARSE_STATUS_SUCCESS) {
+                fprintf(stderr, "csr_rows_spmm: %s\n", msg);
+                return 1;
+            }
+            cuda_ok(cudaEventRecord(s1), "record");
+            cuda_ok(cudaEventSynchronize(s1), "schedule");
+            float ms = 0;
+            cuda_ok(cudaEventElapsedTime(&ms, s0, s1), "elapsed");
+            fprintf(stderr, "%s: schedule %.3f ms, %d units (%d pieces of %d split rows), "
+                    "%.2f bytes a nonzero\n", argv[ai], ms, sched.nunits, sched.nsplit_units,
+                    sched.nsplit_rows, (double)sched.bytes / (double)(m.nnz > 0 ? m.nnz : 1));
+            cudaEventDestroy(s0);
+            cudaEventDestroy(s1);
+        }
         vs.push_back({"tcsparse CUDA cores", [&] {
                           char msg[200];
-                          if (tc_spmm_csr_launch(&a, &csr, 0, msg, sizeof msg) !=
+                          if (tc_spmm_csr_launch(&a, &csr, &sched, 0, msg, sizeof msg) !=
                               TCSPARSE_STATUS_SUCCESS) {
                               fprintf(stderr, "csr_rows_spmm: %s\n", msg);
                               exit(1);
@@ -228,6 +253,7 @@ int main(int argc, char **argv)
         cusparseDestroySpMat(A);
         cusparseDestroyDnMat(Bd);
         cusparseDestroyDnMat(Cd);
+        tc_csr_sched_free(&sched);
         cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
         tc_csr_free(&m);
     }

@@ -1,5 +1,5 @@
 /* tcsparse-bench: times tcsparseSpMM (routed, forced tensor-core base and balanced, and with
- * --reorder both again on a plan with reordered rows) against cuSPARSE (ALG_DEFAULT,
+ * --reorder both again on a plan with reordered rows, forced CUDA cores) against cuSPARSE (ALG_DEFAULT,
  * CSR_ALG2, CSR_ALG3) in one run, with CUDA events, warm-up and the median of repeated runs;
  * prints a table and optionally writes CSV. */
 #define _POSIX_C_SOURCE 200809L
@@ -18,18 +18,26 @@
 #include "util_cuda.h"
 #include "roofline.h"
 
-enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CU_DEFAULT, V_CU_ALG2,
-       V_CU_ALG3, V_COUNT };
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CUDA_CORE, V_CU_DEFAULT,
+       V_CU_ALG2, V_CU_ALG3, V_COUNT };
 static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "tc-base-reordered",
-                                     "tc-balanced-reordered", "cusparse-default",
+                                     "tc-balanced-reordered", "cuda-cores", "cusparse-default",
                                      "cusparse-alg2", "cusparse-alg3"};
-#define V_TC_LAST V_TC_BAL_R
+#define V_TC_LAST V_CUDA_CORE /* the variants that run through tcsparse */
 static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
 static tcsparseRoute_t tc_route_of(int v)
 {
     return v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+           : v == V_CUDA_CORE ? TCSPARSE_ROUTE_CUDA_CORE
            : v == V_TC_BASE || v == V_TC_BASE_R ? TCSPARSE_ROUTE_TC_BASE
                                                 : TCSPARSE_ROUTE_TC_BALANCED;
+}
+/* The path a forced variant must run on to be timed as itself. */
+static tcsparsePath_t tc_path_of(int v)
+{
+    return v == V_CUDA_CORE ? TCSPARSE_PATH_CUDA_CORE
+           : tc_route_of(v) == TCSPARSE_ROUTE_TC_BASE ? TCSPARSE_PATH_TC_BASE
+                                                      : TCSPARSE_PATH_TC_BALANCED;
 }
 
 /* Device buffer of n elements of the precision's storage type from doubles/randoms. */
@@ -286,11 +294,9 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             if (v == V_ROUTED) {
                 explore_calls = calls;
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
-            } else if (ri.path != (tc_route_of(v) == TCSPARSE_ROUTE_TC_BASE
-                                       ? TCSPARSE_PATH_TC_BASE
-                                       : TCSPARSE_PATH_TC_BALANCED)) {
+            } else if (ri.path != tc_path_of(v)) {
                 /* a forced route falls back to cuSPARSE where the kernels cannot run: that
-                 * time must not be reported as the tensor cores' */
+                 * time must not be reported as the forced path's */
                 fprintf(stderr, "  %s: ran as %s (%s); not timed\n", vname[v], ri.kernel,
                         ri.reason);
                 continue;

@@ -246,15 +246,46 @@ static inline int tc_spmm_csr_fits(const void *B, int64_t ldb, const void *C, in
     return N % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0 && (uintptr_t)B % b_vec == 0 &&
            (uintptr_t)C % c_vec == 0;
 }
+/* The CUDA-core CSR SpMM's schedule of a CSR structure (kernels/spmm/spmm_csr_sched.cu):
+ * units of at most TC_CSR_PIECE nonzeros, each a row or a piece of one, longest first.  The
+ * first nsplit_units units are the pieces of the nsplit_rows rows longer than TC_CSR_PIECE
+ * (split_rows), which the kernel scales by beta first and then adds into atomically; the
+ * others are whole rows, by nonzeros descending (empty rows last: they write beta * C).
+ * Device arrays in one allocation (mem), 12 bytes a unit and 4 a split row. */
+#define TC_CSR_PIECE 256
+typedef struct {
+    void *mem;                    /* device; NULL: no schedule */
+    size_t bytes;
+    const int32_t *row, *start, *len; /* by unit: row, first nonzero (0-based position in the
+                                       * arrays), nonzeros */
+    const int32_t *split_rows;
+    int32_t nunits, nsplit_units, nsplit_rows;
+} tc_csr_sched;
+
+/* Device bytes of the schedule of an M-row structure of nnz nonzeros (at most; what
+ * tc_csr_sched_build allocates), and of its temporary arrays during the build.  0 where M or
+ * nnz reaches 2^31. */
+size_t tc_csr_sched_bytes(int64_t M, int64_t nnz, size_t *scratch);
+/* Builds the schedule of the untransposed CSR structure csr of M rows on stream s and waits for
+ * it (one synchronisation of s).  Offsets are clamped into [0, nnz] as the kernels read them.
+ * NOT_SUPPORTED where M or nnz reaches 2^31 or s is capturing; ALLOC_FAILED; with a message. */
+tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t M, cudaStream_t s,
+                                    tc_csr_sched *out, char *err, size_t errlen);
+/* Frees a schedule's memory (after the kernels that read it are done); out is zeroed. */
+void tc_csr_sched_free(tc_csr_sched *out);
+
 /* Launches the CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): C = alpha * A * B + beta * C
- * from the caller's CSR arrays (csr, untransposed; a->plan, a->chunks, a->guard unused),
- * FP32 accumulation, a group of lanes a row, every element of C written once.  Offsets
- * outside [0, nnz] are clamped and columns outside the matrix skipped, so no array is read or
- * written out of bounds whatever the arrays hold.  NOT_SUPPORTED (nothing launched) where
- * tc_spmm_csr_fits is false, A is transposed or a size reaches 2^31.  No allocation, no
- * synchronisation. */
+ * from the caller's CSR arrays (csr, untransposed; a->plan, a->chunks unused) in the order of
+ * sched (csr's structure's schedule), FP32 accumulation, a group of lanes a unit.  Rows of
+ * at most TC_CSR_PIECE nonzeros are written once; longer rows are scaled by beta first and
+ * their pieces added atomically (their sums' order varies between runs).  Columns outside
+ * the matrix are skipped, so no array is read or written out of bounds.  With a->guard, it
+ * does nothing where the verdict is 0 (tc_spmm_guard_fallback computes C then).
+ * NOT_SUPPORTED (nothing launched) where tc_spmm_csr_fits is false, A is transposed or a size
+ * reaches 2^31.  No allocation, no synchronisation. */
 tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
-                                    cudaStream_t stream, char *err, size_t errlen);
+                                    const tc_csr_sched *sched, cudaStream_t stream, char *err,
+                                    size_t errlen);
 
 /* Kernel variants of an FP32 SpMM (spmm_launch.cu): the same products in the same order,
  * different tilings and caches.  RULE is the launcher's own choice; the others pin J (8 * J

@@ -1,34 +1,44 @@
 // The CUDA-core CSR SpMM (tc_spmm_csr_launch, kernels.h): C = alpha * A * B + beta * C read
-// straight from the caller's CSR arrays, no plan.  The route measures it beside the
-// tensor-core kernels and cuSPARSE (docs/performance.md, "CUDA cores"); FP32 products are
-// exact FMA, as cuSPARSE's.
+// from the caller's CSR arrays in the order of the structure's schedule (tc_csr_sched,
+// spmm_csr_sched.cu).  The route measures it beside the tensor-core kernels and cuSPARSE
+// (docs/performance.md, "CUDA cores"); FP32 products are exact FMA, as cuSPARSE's.
 //
-// Work: one group of G lanes a row, rows in order; each lane owns 4 consecutive columns (one
-// 16- or 8-byte vector) of V column slices of 4G columns, a grid row (blockIdx.y) a tile of
-// 4GV columns.  A group reads its row's column indices and values G at a time, broadcasts
-// them by shuffles and keeps U rows of B in flight a lane, then writes its row once (beta *
-// old added).  A long row is one group's work: power-law rows make a long tail, which the
-// route's measurement sees (the schedules that split rows are in docs/performance.md).
+// Work: one group of G lanes a unit of the schedule (a row, or a piece of at most
+// TC_CSR_PIECE nonzeros of a longer row), longest units first, so that the long rows of
+// power-law matrices start early and no single row holds up the end.  Each lane owns 4
+// consecutive columns (one 16- or 8-byte vector) of V column slices of 4G columns, a grid row
+// (blockIdx.y) a tile of 4GV columns.  A group reads its unit's column indices and values G at
+// a time, broadcasts them by shuffles and keeps U rows of B in flight a lane, then writes its
+// row once (beta * old added), or for a piece adds into the row that a first kernel scaled by
+// beta.
 //
-// Bad structure cannot make it read or write out of bounds: offsets are clamped into
-// [0, nnz], a column outside [0, K) contributes nothing.
+// Bad structure cannot make it read or write out of bounds: the schedule holds positions
+// inside [0, nnz] (clamped when it was built), a column outside [0, K) contributes nothing.
 #include <cstdint>
 #include <cstdio>
 #include "kernels.h"
-#include "spmm_kernel.cuh" // tc::to_f, tc::from_f, tc::csr_index, tc::csr_row_start
+#include "spmm_kernel.cuh" // tc::to_f, tc::from_f
 
 namespace {
 
-using tc::csr_index;
 using tc::from_f;
 using tc::to_f;
 
 constexpr int kThreads = 256; // threads a block
+// Blocks an SM keeps resident: the kernel waits on gathers of B, and 5 blocks (48 registers,
+// 40 warps an SM) with 4 rows of B in flight a lane beat 3 blocks with 8 in flight by 10-30%
+// (docs/performance.md, "CUDA cores"); two column slices a lane need 4 blocks' registers.
+constexpr int min_blocks(int V) { return V == 1 ? 5 : 4; }
 
 struct CsrParams { // M, K, N, nnz below 2^31 (the route's eligibility)
-    int32_t M, K, N, nnz;
-    const void *off, *idx;
-    int off64, idx64, base;
+    int32_t M, K, N;
+    const void *idx;
+    int base;
+    const int32_t *u_row, *u_start, *u_len; // the schedule
+    int32_t nunits, nsplit_units;
+    const int32_t *split_rows;
+    int32_t nsplit_rows;
+    const int *guard; // NULL, or the guard's verdict: nothing runs where it is 0
     const void *a_val, *B;
     int64_t ldb;
     void *C;
@@ -36,12 +46,6 @@ struct CsrParams { // M, K, N, nnz below 2^31 (the route's eligibility)
     const float *alpha_dev, *beta_dev;
     float alpha, beta;
 };
-
-// Where row r (at most M) starts, clamped into [0, nnz].
-__device__ __forceinline__ int32_t row_start(const CsrParams &p, int32_t r)
-{
-    return (int32_t)tc::csr_row_start(p.off, p.off64, p.base, p.nnz, r);
-}
 
 // 4 consecutive elements as floats, and back.
 __device__ __forceinline__ void load4(const float *q, float (&x)[4])
@@ -87,20 +91,75 @@ __device__ __forceinline__ float scalar(const float *dev, float host)
     return dev != nullptr ? *dev : host;
 }
 
-// G lanes a row, V slices of 4G columns a lane, U nonzeros' rows of B in flight a lane.
-template <class AT, class CT, int G, int V>
-__global__ void __launch_bounds__(kThreads) csr_spmm_kernel(const CsrParams p)
+// Adds 4 values into C atomically (a piece of a split row).
+__device__ __forceinline__ void add4(float *q, const float (&x)[4])
 {
-    constexpr int U = V == 1 ? 8 : 4;
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4 *>(q), make_float4(x[0], x[1], x[2], x[3]));
+#else
+    for (int i = 0; i < 4; ++i)
+        atomicAdd(q + i, x[i]);
+#endif
+}
+__device__ __forceinline__ void add4(__half *q, const float (&x)[4])
+{
+    atomicAdd(reinterpret_cast<__half2 *>(q), __floats2half2_rn(x[0], x[1]));
+    atomicAdd(reinterpret_cast<__half2 *>(q) + 1, __floats2half2_rn(x[2], x[3]));
+}
+__device__ __forceinline__ void add4(__nv_bfloat16 *q, const float (&x)[4])
+{
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(q), __floats2bfloat162_rn(x[0], x[1]));
+    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(q) + 1, __floats2bfloat162_rn(x[2], x[3]));
+}
+
+__device__ __forceinline__ bool guard_stops(const CsrParams &p)
+{
+    return p.guard != nullptr && *p.guard == 0;
+}
+
+// The rows split into pieces: C = beta * C (0 where beta is 0, whatever C held), a block a row.
+template <class CT>
+__global__ void __launch_bounds__(kThreads) csr_split_rows_beta(const CsrParams p)
+{
+    const float beta = scalar(p.beta_dev, p.beta);
+    if (beta == 1.0f || guard_stops(p))
+        return;
+    CT *C = static_cast<CT *>(p.C);
+    for (int32_t i = blockIdx.x; i < p.nsplit_rows; i += gridDim.x) {
+        CT *crow = C + (int64_t)p.split_rows[i] * p.ldc;
+        for (int32_t col = 4 * threadIdx.x; col < p.N; col += 4 * kThreads) {
+            float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (beta != 0.0f) {
+                plain4(crow + col, o);
+#pragma unroll
+                for (int x = 0; x < 4; ++x)
+                    o[x] *= beta;
+            }
+            store4(crow + col, o);
+        }
+    }
+}
+
+// G lanes a unit, V slices of 4G columns a lane, U nonzeros' rows of B in flight a lane; IT
+// the type of the column indices.
+template <class AT, class CT, class IT, int G, int V>
+__global__ void __launch_bounds__(kThreads, min_blocks(V)) csr_spmm_kernel(const CsrParams p)
+{
+    constexpr int U = 4 / V; // 16 B values a lane in flight
+
     const int lane = threadIdx.x & 31;
     const int gl = lane % G;
     const unsigned gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (lane - gl);
-    const int64_t item = (int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G;
-    if (item >= p.M)
+    const int64_t unit = (int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G;
+    if (unit >= p.nunits || guard_stops(p))
         return; // a group leaves whole
-    const int32_t row = (int32_t)item;
+    const int32_t row = __ldg(p.u_row + unit);
+    const int32_t kbeg = __ldg(p.u_start + unit);
+    const int32_t kend = kbeg + __ldg(p.u_len + unit);
+    const bool piece = unit < p.nsplit_units;
     const AT *B = static_cast<const AT *>(p.B);
     const AT *av = static_cast<const AT *>(p.a_val);
+    const IT *ix = static_cast<const IT *>(p.idx);
     const float alpha = scalar(p.alpha_dev, p.alpha);
     const float beta = scalar(p.beta_dev, p.beta);
     int32_t col0[V];
@@ -112,17 +171,15 @@ __global__ void __launch_bounds__(kThreads) csr_spmm_kernel(const CsrParams p)
         live[v] = col0[v] < p.N;
         acc[v][0] = acc[v][1] = acc[v][2] = acc[v][3] = 0.0f;
     }
-    const int32_t kbeg = row_start(p, row);
-    const int32_t kend = row_start(p, row + 1);
     for (int32_t kb = kbeg; kb < kend; kb += G) {
         const int cnt = kend - kb < G ? kend - kb : G;
         int32_t my_col = -1;
         float my_val = 0.0f;
         if (gl < cnt) {
-            const int64_t c = csr_index(p.idx, p.idx64, kb + gl) - p.base;
+            const int64_t c = (int64_t)__ldg(ix + kb + gl) - p.base;
             if (c >= 0 && c < p.K) {
                 my_col = (int32_t)c;
-                my_val = to_f(av[kb + gl]);
+                my_val = to_f(__ldg(av + kb + gl));
             }
         }
         for (int j = 0; j < cnt; j += U) {
@@ -158,10 +215,17 @@ __global__ void __launch_bounds__(kThreads) csr_spmm_kernel(const CsrParams p)
         if (!live[v])
             continue;
         CT *out = C + (int64_t)row * p.ldc + col0[v];
+        float o[4];
+        if (piece) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                o[i] = alpha * acc[v][i];
+            add4(out, o);
+            continue;
+        }
         float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (beta != 0.0f)
             plain4(out, old);
-        float o[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
             o[i] = alpha * acc[v][i] + (beta != 0.0f ? beta * old[i] : 0.0f);
@@ -174,34 +238,51 @@ inline unsigned blocks_for(int64_t units, int64_t per_block)
     return (unsigned)((units + per_block - 1) / per_block);
 }
 
-template <class AT, class CT, int G, int V>
+template <class AT, class CT, class IT, int G, int V>
 cudaError_t launch_gv(const CsrParams &p, cudaStream_t s)
 {
-    const dim3 grid(blocks_for(p.M, kThreads / G), (unsigned)((p.N + 4 * G * V - 1) / (4 * G * V)));
-    csr_spmm_kernel<AT, CT, G, V><<<grid, kThreads, 0, s>>>(p);
+    const dim3 grid(blocks_for(p.nunits, kThreads / G),
+                    (unsigned)((p.N + 4 * G * V - 1) / (4 * G * V)));
+    csr_spmm_kernel<AT, CT, IT, G, V><<<grid, kThreads, 0, s>>>(p);
     return cudaGetLastError();
 }
 
-template <class AT, class CT>
+template <class AT, class CT, class IT>
 cudaError_t launch(const CsrParams &p, cudaStream_t s)
 {
+    if (p.nsplit_rows > 0) {
+        const unsigned blocks = p.nsplit_rows < 4096 ? (unsigned)p.nsplit_rows : 4096u;
+        csr_split_rows_beta<CT><<<blocks, kThreads, 0, s>>>(p);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return e;
+    }
+    if (p.nunits == 0)
+        return cudaSuccess;
     if (p.N > 128)
-        return launch_gv<AT, CT, 32, 2>(p, s);
+        return launch_gv<AT, CT, IT, 32, 2>(p, s);
     if (p.N > 64)
-        return launch_gv<AT, CT, 32, 1>(p, s);
+        return launch_gv<AT, CT, IT, 32, 1>(p, s);
     if (p.N > 32)
-        return launch_gv<AT, CT, 16, 1>(p, s);
+        return launch_gv<AT, CT, IT, 16, 1>(p, s);
     if (p.N > 16)
-        return launch_gv<AT, CT, 8, 1>(p, s);
+        return launch_gv<AT, CT, IT, 8, 1>(p, s);
     if (p.N > 8)
-        return launch_gv<AT, CT, 4, 1>(p, s);
-    return launch_gv<AT, CT, 2, 1>(p, s);
+        return launch_gv<AT, CT, IT, 4, 1>(p, s);
+    return launch_gv<AT, CT, IT, 2, 1>(p, s);
+}
+
+template <class AT, class CT>
+cudaError_t launch_types(const CsrParams &p, int idx64, cudaStream_t s)
+{
+    return idx64 ? launch<AT, CT, long long>(p, s) : launch<AT, CT, int32_t>(p, s);
 }
 
 } // namespace
 
 extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
-                                               cudaStream_t s, char *err, size_t errlen)
+                                               const tc_csr_sched *sched, cudaStream_t s,
+                                               char *err, size_t errlen)
 {
     if (csr->transposed || !tc_spmm_csr_fits(a->B, a->ldb, a->C, a->ldc, a->N, a->ab_type,
                                              a->c_type)) {
@@ -215,24 +296,32 @@ extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_c
         snprintf(err, errlen, "the CUDA-core CSR SpMM takes sizes and nonzeros below 2^31");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
+    if (sched == nullptr || sched->mem == nullptr) {
+        snprintf(err, errlen, "the CUDA-core CSR SpMM needs the structure's schedule");
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    }
     CsrParams p{};
     p.M = (int32_t)a->M; p.K = (int32_t)a->K; p.N = (int32_t)a->N;
-    p.nnz = csr->nnz < 0 ? 0 : (int32_t)csr->nnz;
-    p.off = csr->offsets; p.idx = csr->indices;
-    p.off64 = csr->offsets_64; p.idx64 = csr->indices_64; p.base = csr->base;
+    p.idx = csr->indices; p.base = csr->base;
+    p.u_row = sched->row; p.u_start = sched->start; p.u_len = sched->len;
+    p.nunits = sched->nunits; p.nsplit_units = sched->nsplit_units;
+    p.split_rows = sched->split_rows; p.nsplit_rows = sched->nsplit_rows;
+    p.guard = a->guard;
     p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
+    const int i64 = csr->indices_64;
     cudaError_t e;
     switch (a->ab_type) {
     case TC_T_F32:
-        e = launch<float, float>(p, s);
+        e = launch_types<float, float>(p, i64, s);
         break;
     case TC_T_F16:
-        e = a->c_type == TC_T_F32 ? launch<__half, float>(p, s) : launch<__half, __half>(p, s);
+        e = a->c_type == TC_T_F32 ? launch_types<__half, float>(p, i64, s)
+                                  : launch_types<__half, __half>(p, i64, s);
         break;
     default:
-        e = a->c_type == TC_T_F32 ? launch<__nv_bfloat16, float>(p, s)
-                                  : launch<__nv_bfloat16, __nv_bfloat16>(p, s);
+        e = a->c_type == TC_T_F32 ? launch_types<__nv_bfloat16, float>(p, i64, s)
+                                  : launch_types<__nv_bfloat16, __nv_bfloat16>(p, i64, s);
         break;
     }
     if (e == cudaSuccess)

@@ -105,11 +105,13 @@ static void tc_plan_free(struct tc_plan *p)
     const unsigned long long ctx = tc_context_id();
     if (p->context != 0 && ctx != 0 && ctx != p->context) {
         memset(&p->dev, 0, sizeof p->dev);
+        memset(&p->csr, 0, sizeof p->csr);
         p->explore.nev = 0;
         p->tune.nev = 0;
     }
     (void)cudaDeviceSynchronize();
     tc_dev_metcf_free(&p->dev); /* the schedule lives in the same allocation */
+    tc_csr_sched_free(&p->csr);
     for (int i = 0; i < p->explore.nev; i++) { /* route.c's samples, all complete now */
         (void)cudaEventDestroy(p->explore.ev[i][0]);
         (void)cudaEventDestroy(p->explore.ev[i][1]);
@@ -688,6 +690,70 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
     }
     md->mem_refused = 0;
     *out = p;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
+                                   struct tc_plan *p, const tc_csr_sched **out)
+{
+    struct tcsparseSpMatDescr *md = (struct tcsparseSpMatDescr *)d; /* the plan is a cache */
+    if (p->csr.mem != NULL) {
+        *out = &p->csr;
+        return TCSPARSE_STATUS_SUCCESS;
+    }
+    if (d->format != TCSPARSE_FORMAT_CSR || d->parent != NULL)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the CUDA-core schedule is built for untransposed CSR matrices");
+    size_t scratch = 0;
+    const size_t bytes = tc_csr_sched_bytes(d->rows, d->nnz, &scratch);
+    if (bytes == 0)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the CUDA-core schedule takes fewer than 2^31 rows and nonzeros");
+    /* the cache's limit: the schedule joins its plan's bytes (other plans may be evicted) */
+    tc_cache_configure_once();
+    struct tc_plan *victims = NULL;
+    pthread_mutex_lock(&tc_cache_mu);
+    const size_t limit = tc_cache_limit;
+    int fits = p->bytes + bytes <= limit;
+    if (fits) {
+        tc_cache_bytes += bytes; /* held while building: other threads see it taken */
+        p->bytes += bytes;
+        tc_cache_evict_locked(p, &victims);
+        if (tc_cache_bytes > limit) {
+            tc_cache_bytes -= bytes;
+            p->bytes -= bytes;
+            fits = 0;
+        }
+    }
+    pthread_mutex_unlock(&tc_cache_mu);
+    tc_free_victims(victims);
+    if (!fits)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the CUDA-core schedule (%zu bytes) does not fit "
+                            "TCSPARSE_CACHE_BYTES=%zu beside the plans in use", bytes, limit);
+    const tc_mem_room room = tc_mem_room_now();
+    tcsparseStatus_t st = tc_mem_room_check(&room, bytes + scratch, 0);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_guard_vouches(h, md);
+    char msg[200];
+    if (st == TCSPARSE_STATUS_SUCCESS) {
+        const tc_csr_arrays csr = {
+            .nnz = d->nnz, .offsets = d->offsets, .indices = d->indices,
+            .offsets_64 = d->offsets_type == TCSPARSE_INDEX_64I,
+            .indices_64 = d->indices_type == TCSPARSE_INDEX_64I,
+            .base = d->base == TCSPARSE_INDEX_BASE_ONE};
+        st = tc_csr_sched_build(&csr, d->rows, h->stream, &p->csr, msg, sizeof msg);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            (void)tc_error_set(st, "%s", msg);
+    }
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        pthread_mutex_lock(&tc_cache_mu);
+        tc_cache_bytes -= bytes;
+        p->bytes -= bytes;
+        pthread_mutex_unlock(&tc_cache_mu);
+        return st;
+    }
+    *out = &p->csr;
     return TCSPARSE_STATUS_SUCCESS;
 }
 

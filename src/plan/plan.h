@@ -45,6 +45,9 @@ struct tc_plan {
     int32_t *split_windows; /* device, after the chunks in their allocation: windows covered by
                              * more than one chunk */
     int32_t nsplit;
+    /* the CUDA-core path's schedule of the caller's CSR arrays (kernels.h), built on its first
+     * call (tc_plan_csr_sched); its bytes are counted in bytes below */
+    tc_csr_sched csr;
     /* measured decisions, most recent last; the oldest is dropped when full */
     tc_measured measured[TC_PLAN_MEASURED];
     int nmeasured;
@@ -83,6 +86,14 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d);
  * message (route.c then falls back to cuSPARSE, except on INVALID_VALUE). */
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out);
+
+/* The CUDA-core path's schedule on p, d's current plan (d untransposed CSR), built on the
+ * handle's stream on first need (one synchronisation) and counted in the plan's bytes.
+ * NOT_SUPPORTED where it would exceed TCSPARSE_CACHE_BYTES or TCSPARSE_MEM_RESERVE, inside a
+ * stream capture, or past 2^31 rows or nonzeros; INVALID_VALUE where the offsets decrease;
+ * ALLOC_FAILED; all with a message.  The caller holds d->mu. */
+tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
+                                   struct tc_plan *p, const tc_csr_sched **out);
 
 /* Late ordering (late.c): the plan of d in an ordering (TC_ORD_FIRST_COL: on the GPU; TC_ORD_BFS:
  * on the host) built outside the cache (NOT_SUPPORTED where it cannot be ordered); entering a built plan in the cache

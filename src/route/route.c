@@ -276,18 +276,26 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
         tc_decision_take(d, fallback);
     const tc_route_row *csr = tc_route_row_of(c->op, TC_SEL_CAND_CSR);
     const int csr_ok = csr != NULL && (ok & tc_route_bit(csr));
-    if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* no plan: the kernel reads the caller's CSR */
+    if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* its schedule hangs off the plan */
         char why[128] = "SDDMM has no CUDA-core kernel";
-        if (csr_ok) {
-            tc_decision_take(d, csr);
-            tc_str_join(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel",
-                        NULL);
-        } else {
+        if (!csr_ok) {
             if (csr != NULL)
                 (void)csr->eligible(c, why, sizeof why);
             snprintf(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel, "
                      "which does not take the call: %s", why);
+            return TCSPARSE_STATUS_SUCCESS;
         }
+        st = tc_plan_get(h, sp, plan);
+        if (st == TCSPARSE_STATUS_INVALID_VALUE)
+            return st;
+        if (st != TCSPARSE_STATUS_SUCCESS) {
+            snprintf(d->reason, sizeof d->reason, "no plan: %s", tcsparseGetLastErrorMessage());
+            tc_error_clear();
+            *plan = NULL;
+            return TCSPARSE_STATUS_SUCCESS;
+        }
+        tc_decision_take(d, csr);
+        tc_str_join(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel", NULL);
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (!tc_route_tc_ok(ok, c->op))

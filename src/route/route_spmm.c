@@ -112,6 +112,73 @@ static tc_csr_arrays tc_csr_arrays_of(tcsparseConstSpMatDescr_t A, int transpose
     return csr;
 }
 
+/* An armed guard's check of A's arrays (tc_hook_spmat_guard), launched on the caller's stream
+ * before a kernel that reads A through its plan; a->guard then points at its verdict, where
+ * 0 makes that kernel do nothing (kernels.h) and tc_guard_finish's fallback compute C.  *gp is
+ * NULL where no guard is armed.  Nothing is launched where it fails: another path may run the
+ * call. */
+static tcsparseStatus_t tc_guard_start(tcsparseHandle_t h, tcsparseConstSpMatDescr_t A,
+                                       tc_spmm_args *a, struct tc_guard **gp)
+{
+    struct tc_guard *g = tc_guard_armed(A); /* under the descriptor's lock, like the plan */
+    *gp = g;
+    if (g == NULL)
+        return TCSPARSE_STATUS_SUCCESS;
+    /* the guard's words are its device's: a launch from another device would need peer
+     * access to them (the caller's arrays may be managed memory, which does not) */
+    if (g->device != h->device)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSpMM: the descriptor's guard is on device %d, the "
+                            "handle's is %d", g->device, h->device);
+    /* an earlier guarded execution on another stream must be over (one set of device words) */
+    if (g->has_last && g->last != h->stream &&
+        cudaStreamWaitEvent(h->stream, g->done, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSpMM: the guarded descriptor's last stream could not be "
+                            "waited for");
+    }
+    char msg[200];
+    const tcsparseStatus_t gst =
+        tc_guard_check_launch(g->off, g->off_bytes, g->idx, g->idx_bytes, g->fp,
+                              (tc_guard_dev *)g->dev, (int *)g->tripped, h->stream, msg,
+                              sizeof msg);
+    if (gst != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(gst == TCSPARSE_STATUS_EXECUTION_FAILED ? TCSPARSE_STATUS_INTERNAL_ERROR
+                                                                     : gst,
+                            "tcsparseSpMM: %s", msg);
+    a->guard = &((tc_guard_dev *)g->dev)->verdict;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+/* After the guarded kernel's launch (st, msg its status and message): the fallback that runs
+ * where the verdict is 0, and the guard's event for the next stream.  Returns the call's
+ * status, its message set. */
+static tcsparseStatus_t tc_guard_finish(tcsparseHandle_t h, struct tc_guard *g,
+                                        const tc_spmm_args *a, const tc_csr_arrays *csr,
+                                        tcsparseStatus_t st, char *msg)
+{
+    const size_t n = 200;
+    if (st == TCSPARSE_STATUS_SUCCESS && g != NULL) {
+        st = tc_spmm_guard_fallback(a, csr, h->stream, msg, n);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            st = TCSPARSE_STATUS_EXECUTION_FAILED; /* the guarded kernel was launched */
+        else if (!tc_stream_capturing(h->stream)) {
+            /* outside captures only: an event recorded in a capture cannot be waited for
+             * from outside it (a captured execution replays on the capture's stream) */
+            if (cudaEventRecord(g->done, h->stream) == cudaSuccess) {
+                g->last = h->stream;
+                g->has_last = 1;
+            } else {
+                (void)cudaGetLastError();
+            }
+        }
+    }
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSpMM: %s", msg);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 /* tune: the executions may measure the kernel variants (tune.h); not the timings of the
  * measured mode at _preprocess, which compare the paths with the launcher's choice. */
 static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
@@ -131,42 +198,18 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
         a.nsplit = plan->nsplit;
     }
     char msg[200];
-    struct tc_guard *g = tc_guard_armed(A); /* under the descriptor's lock, like the plan */
-    tc_csr_arrays csr = {0};
-    if (g != NULL) {
-        /* the guard's words are its device's: a launch from another device would need peer
-         * access to them (the caller's arrays may be managed memory, which does not) */
-        if (g->device != h->device) /* nothing launched: another path may run it */
-            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                                "tcsparseSpMM: the descriptor's guard is on device %d, the "
-                                "handle's is %d", g->device, h->device);
-        /* the structure is checked on the device first (tc_hook_spmat_guard); an earlier
-         * guarded execution on another stream must be over (one set of device words) */
-        if (g->has_last && g->last != h->stream &&
-            cudaStreamWaitEvent(h->stream, g->done, 0) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
-                                "tcsparseSpMM: the guarded descriptor's last stream could not be "
-                                "waited for");
-        }
-        tcsparseStatus_t gst = tc_guard_check_launch(g->off, g->off_bytes, g->idx, g->idx_bytes,
-                                                     g->fp, (tc_guard_dev *)g->dev,
-                                                     (int *)g->tripped, h->stream, msg,
-                                                     sizeof msg);
-        if (gst != TCSPARSE_STATUS_SUCCESS) /* nothing launched: another path may run it */
-            return tc_error_set(gst == TCSPARSE_STATUS_EXECUTION_FAILED ? TCSPARSE_STATUS_INTERNAL_ERROR
-                                                                         : gst,
-                                "tcsparseSpMM: %s", msg);
-        a.guard = &((tc_guard_dev *)g->dev)->verdict;
-        csr = tc_csr_arrays_of(A, P != A);
-    }
+    struct tc_guard *g;
+    tcsparseStatus_t st = tc_guard_start(h, A, &a, &g);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
+    const tc_csr_arrays csr = tc_csr_arrays_of(A, P != A);
     int var[TC_SPMM_MAX_VARIANTS];
     const int nvar = tune && tc_tune_enabled() ? tc_spmm_variants(&a, var) : 0;
     const int pair =
         nvar > 1 ? tc_tune_choose(h, plan, tc_spmm_kind(h, B, C), d, var, nvar, &a.variant) : -1;
     tc_str_join(d->kernel, sizeof d->kernel, tc_spmm_kernel_name(&a),
                 d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
-    tcsparseStatus_t st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
+    st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     if (pair >= 0)
         tc_tune_end(h, plan, pair, st == TCSPARSE_STATUS_SUCCESS);
     if (st != TCSPARSE_STATUS_SUCCESS && nvar > 1 && a.variant != var[0] &&
@@ -178,42 +221,37 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
                     d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
         st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     }
-    if (st == TCSPARSE_STATUS_SUCCESS && a.guard != NULL) {
-        st = tc_spmm_guard_fallback(&a, &csr, h->stream, msg, sizeof msg);
-        if (st != TCSPARSE_STATUS_SUCCESS)
-            st = TCSPARSE_STATUS_EXECUTION_FAILED; /* the tensor-core kernel was launched */
-        else if (!tc_stream_capturing(h->stream)) {
-            /* outside captures only: an event recorded in a capture cannot be waited for
-             * from outside it (a captured execution replays on the capture's stream) */
-            if (cudaEventRecord(g->done, h->stream) == cudaSuccess) {
-                g->last = h->stream;
-                g->has_last = 1;
-            } else {
-                (void)cudaGetLastError();
-            }
-        }
-    }
-    if (st != TCSPARSE_STATUS_SUCCESS)
-        return tc_error_set(st, "tcsparseSpMM: %s", msg);
-    return TCSPARSE_STATUS_SUCCESS;
+    return tc_guard_finish(h, g, &a, &csr, st, msg);
 }
 
-/* The CUDA-core CSR kernel on the caller's own arrays (no plan, no guard: it reads the
- * structure as it is now).  NOT_SUPPORTED, nothing launched, where it does not take the call
- * (a transposed A, dense operands off its 4-element boundaries). */
+/* The CUDA-core CSR kernel on the caller's arrays in the order of the plan's schedule (built
+ * on its first call; a guard armed on A checks the arrays first, as for the tensor-core
+ * kernels).  NOT_SUPPORTED, nothing launched, where it does not take the call (a transposed
+ * A, dense operands off its 4-element boundaries, no schedule). */
 static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
                                     const void *alpha, tcsparseConstSpMatDescr_t A,
                                     tcsparseConstDnMatDescr_t B, const void *beta,
-                                    tcsparseDnMatDescr_t C)
+                                    tcsparseDnMatDescr_t C, struct tc_plan *plan)
 {
     tc_spmm_args a = tc_spmm_args_of(h, alpha, A, A, B, beta, C);
     const tc_csr_arrays csr = tc_csr_arrays_of(
         A, opA != TCSPARSE_OPERATION_NON_TRANSPOSE || A->format != TCSPARSE_FORMAT_CSR);
-    char msg[200];
-    const tcsparseStatus_t st = tc_spmm_csr_launch(&a, &csr, h->stream, msg, sizeof msg);
+    tcsparseStatus_t st;
+    const tc_csr_sched *sched = NULL; /* NULL: the launcher refuses the call, with its reason */
+    if (!csr.transposed && plan != NULL) {
+        st = tc_plan_csr_sched(h, A, plan, &sched);
+        if (st != TCSPARSE_STATUS_SUCCESS)
+            return st == TCSPARSE_STATUS_INVALID_VALUE ? st : TCSPARSE_STATUS_NOT_SUPPORTED;
+    }
+    struct tc_guard *g;
+    st = tc_guard_start(h, A, &a, &g);
     if (st != TCSPARSE_STATUS_SUCCESS)
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    char msg[200];
+    st = tc_spmm_csr_launch(&a, &csr, sched, h->stream, msg, sizeof msg);
+    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && g == NULL) /* nothing launched */
         return tc_error_set(st, "tcsparseSpMM: %s", msg);
-    return TCSPARSE_STATUS_SUCCESS;
+    return tc_guard_finish(h, g, &a, &csr, st, msg);
 }
 
 /* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
@@ -247,7 +285,7 @@ static tcsparseStatus_t tc_run_row(tcsparseHandle_t h, const tc_spmm_call *c,
     if (r->form == TC_SEL_CAND_ALG3)
         return tc_fallback_spmm_alg3(h, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct, 1);
     if (r->path == TCSPARSE_PATH_CUDA_CORE)
-        return tc_spmm_csr(h, c->opA, c->alpha, c->A, c->B, c->beta, c->C);
+        return tc_spmm_csr(h, c->opA, c->alpha, c->A, c->B, c->beta, c->C, plan);
     if (r->path == TCSPARSE_PATH_CUSPARSE)
         return tc_fallback_spmm(h, c->opA, c->opB, c->alpha, c->A, c->B, c->beta, c->C, c->ct,
                                 c->alg, c->buffer);
@@ -402,7 +440,7 @@ static tcsparseStatus_t tc_spmm_execute(tcsparseHandle_t h, tc_decision *d,
     tcsparseStatus_t st;
     *ran_alg3 = 0;
     if (d->path == TCSPARSE_PATH_CUDA_CORE) {
-        st = tc_spmm_csr(h, opA, alpha, A, B, beta, C);
+        st = tc_spmm_csr(h, opA, alpha, A, B, beta, C, plan);
         if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
             tc_route_record(h, d);
             h->hook.deferred = 0;

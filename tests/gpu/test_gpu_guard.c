@@ -298,6 +298,19 @@ Test(gpu_guard, bf16_balanced_32bit)
     guard_round(0, CUDA_R_16BF, TCSPARSE_ROUTE_TC_BALANCED, 0, 0);
 }
 
+/* The CUDA-core path (its schedule hangs off the plan) behind the same check. */
+Test(gpu_guard, cuda_core_fp32_32bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(0, CUDA_R_32F, TCSPARSE_ROUTE_CUDA_CORE, 0, 0);
+}
+
+Test(gpu_guard, cuda_core_bf16_64bit)
+{
+    TC_REQUIRE_GPU();
+    guard_round(1, CUDA_R_16BF, TCSPARSE_ROUTE_CUDA_CORE, 0, 0);
+}
+
 /* opA = TRANSPOSE: the transposed view's plan behind the same check; on a mismatch the
  * fallback adds each nonzero's product into C (C scaled by beta first). */
 Test(gpu_guard, transposed_fp32_balanced)

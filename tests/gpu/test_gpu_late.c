@@ -53,10 +53,12 @@ Test(gpu_late, spmm_trial_on_every_route)
         st = stats_of(h, s.A);
         tcsparseRouteInfo_t last;
         tcsparseGetLastRoute(h, &last);
-        if (routes[r] == TCSPARSE_ROUTE_AUTO && last.path == TCSPARSE_PATH_CUSPARSE &&
+        if (routes[r] == TCSPARSE_ROUTE_AUTO &&
+            (last.path == TCSPARSE_PATH_CUSPARSE || last.path == TCSPARSE_PATH_CUDA_CORE) &&
             st.late_state == TCSPARSE_LATE_WAITING) {
-            /* the automatic route settled on cuSPARSE here: nothing to order (checked right) */
-            cr_log_info("%s: routed to cuSPARSE (%s); no trial", label, last.reason);
+            /* the automatic route settled on a path that reads the caller's rows in their own
+             * order (cuSPARSE, CUDA cores): nothing to order (every call checked right) */
+            cr_log_info("%s: routed to %s (%s); no trial", label, last.kernel, last.reason);
             spmm_free(&c);
             sp_free(&s);
             tcsparseDestroy(h);

@@ -23,7 +23,11 @@
 #include "testutil.h"
 
 #define N_ TCSPARSE_OPERATION_NON_TRANSPOSE
-#define CU_OK(x) cr_assert_eq((x), cudaSuccess, "%s", #x)
+#define CU_OK(x)                                                                            \
+    do {                                                                                    \
+        const cudaError_t cu_ok_e = (x);                                                    \
+        cr_assert_eq(cu_ok_e, cudaSuccess, "%s: %s", #x, cudaGetErrorString(cu_ok_e));      \
+    } while (0)
 #define TC_OK(x)                                                                               \
     do {                                                                                       \
         tcsparseStatus_t st_ = (x);                                                            \

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "config.h"
+#include "kernels.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
 #include "gen.h"
@@ -493,6 +494,139 @@ Test(gpu_spmm, cuda_core_kernel)
             }
     for (int mi = 0; mi < 4; mi++)
         tc_csr_free(&ms[mi]);
+}
+
+/* Builds the CUDA-core schedule of host offsets (32- or 64-bit, base) and reads it back. */
+typedef struct {
+    tcsparseStatus_t st;
+    tc_csr_sched s;
+    int32_t *row, *start, *len, *split;
+} sched_copy;
+static sched_copy sched_of(const int64_t *off, int64_t M, int64_t nnz, int is64, int base)
+{
+    sched_copy c = {0};
+    const size_t es = is64 ? 8 : 4;
+    char *h = malloc(es * (size_t)(M + 1));
+    for (int64_t r = 0; r <= M; r++) {
+        if (is64)
+            ((int64_t *)h)[r] = off[r] + base;
+        else
+            ((int32_t *)h)[r] = (int32_t)(off[r] + base);
+    }
+    void *d = NULL;
+    cr_assert_eq(cudaMalloc(&d, es * (size_t)(M + 1)), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(d, h, es * (size_t)(M + 1), cudaMemcpyHostToDevice), cudaSuccess);
+    free(h);
+    tc_csr_arrays csr = {.nnz = nnz, .offsets = d, .indices = NULL, .offsets_64 = is64,
+                         .indices_64 = is64, .base = base};
+    char msg[200];
+    c.st = tc_csr_sched_build(&csr, M, 0, &c.s, msg, sizeof msg);
+    cudaFree(d);
+    if (c.st != TCSPARSE_STATUS_SUCCESS)
+        return c;
+    const int32_t nu = c.s.nunits, ns = c.s.nsplit_rows;
+    c.row = malloc(4 * (size_t)nu + 4);
+    c.start = malloc(4 * (size_t)nu + 4);
+    c.len = malloc(4 * (size_t)nu + 4);
+    c.split = malloc(4 * (size_t)ns + 4);
+    cr_assert_eq(cudaMemcpy(c.row, c.s.row, 4 * (size_t)nu, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(c.start, c.s.start, 4 * (size_t)nu, cudaMemcpyDeviceToHost),
+                 cudaSuccess);
+    cr_assert_eq(cudaMemcpy(c.len, c.s.len, 4 * (size_t)nu, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(c.split, c.s.split_rows, 4 * (size_t)ns, cudaMemcpyDeviceToHost),
+                 cudaSuccess);
+    return c;
+}
+static void sched_copy_free(sched_copy *c)
+{
+    tc_csr_sched_free(&c->s);
+    free(c->row); free(c->start); free(c->len); free(c->split);
+}
+
+/* The CUDA-core schedule (tc_csr_sched_build): every nonzero in exactly one unit of at most
+ * TC_CSR_PIECE, every row present (empty ones as empty units), the split rows' pieces first,
+ * then whole rows by length descending and, within a length, in row order; offsets out of
+ * [0, nnz] clamped; decreasing offsets refused; no rows, no nonzeros. */
+Test(gpu_spmm, cuda_core_schedule)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    long_rows_matrix(&m);
+    for (int v = 0; v < 4; v++) {
+        const int is64 = v & 1, base = v >> 1;
+        sched_copy c = sched_of(m.row_off, m.rows, m.nnz, is64, base);
+        cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
+        int64_t long_rows = 0, pieces = 0;
+        for (int64_t r = 0; r < m.rows; r++) {
+            const int64_t len = m.row_off[r + 1] - m.row_off[r];
+            long_rows += len > TC_CSR_PIECE;
+            pieces += len > TC_CSR_PIECE ? (len + TC_CSR_PIECE - 1) / TC_CSR_PIECE : 0;
+        }
+        cr_assert_eq(c.s.nsplit_rows, long_rows);
+        cr_assert_eq(c.s.nsplit_units, pieces);
+        cr_assert_eq(c.s.nunits, pieces + m.rows - long_rows);
+        cr_assert_leq(c.s.bytes, 16 + 12 * (size_t)(m.rows + m.nnz / TC_CSR_PIECE + 1) +
+                                     4 * (size_t)(m.nnz / (TC_CSR_PIECE + 1) + 1));
+        char *seen = calloc((size_t)m.nnz + 1, 1);
+        int *units_of_row = calloc((size_t)m.rows, sizeof(int));
+        for (int32_t u = 0; u < c.s.nunits; u++) {
+            const int32_t r = c.row[u];
+            cr_assert(r >= 0 && r < m.rows, "unit %d: row %d", u, r);
+            const int64_t len = m.row_off[r + 1] - m.row_off[r];
+            cr_assert(c.len[u] >= 0 && c.len[u] <= TC_CSR_PIECE, "unit %d: %d nonzeros", u,
+                      c.len[u]);
+            cr_assert(c.start[u] >= m.row_off[r] && c.start[u] + c.len[u] <= m.row_off[r + 1],
+                      "unit %d outside row %d", u, r);
+            cr_assert_eq(u < c.s.nsplit_units, len > TC_CSR_PIECE, "unit %d (row %d, %lld)", u,
+                         r, (long long)len);
+            if (u > c.s.nsplit_units) { /* whole rows: longest first, then in row order */
+                const int32_t p = c.row[u - 1];
+                const int64_t plen = m.row_off[p + 1] - m.row_off[p];
+                cr_assert(plen > len || (plen == len && p < r), "unit %d: row %d after %d", u,
+                          r, p);
+            }
+            units_of_row[r]++;
+            for (int32_t k = c.start[u]; k < c.start[u] + c.len[u]; k++) {
+                cr_assert_eq(seen[k], 0, "nonzero %d twice", k);
+                seen[k] = 1;
+            }
+        }
+        for (int64_t k = 0; k < m.nnz; k++)
+            cr_assert_eq(seen[k], 1, "nonzero %lld in no unit", (long long)k);
+        for (int64_t r = 0; r < m.rows; r++)
+            cr_assert(units_of_row[r] >= 1, "row %lld in no unit", (long long)r);
+        for (int32_t i = 0; i < c.s.nsplit_rows; i++)
+            cr_assert_gt(m.row_off[c.split[i] + 1] - m.row_off[c.split[i]], TC_CSR_PIECE);
+        free(seen);
+        free(units_of_row);
+        sched_copy_free(&c);
+    }
+    /* offsets past nnz and below 0 are clamped: units stay inside the arrays */
+    const int64_t wild[] = {-5, 0, 900, 400000, 400000};
+    sched_copy c = sched_of(wild, 4, 1000, 1, 0);
+    cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
+    for (int32_t u = 0; u < c.s.nunits; u++)
+        cr_assert(c.start[u] >= 0 && c.start[u] + c.len[u] <= 1000, "unit %d: %d + %d", u,
+                  c.start[u], c.len[u]);
+    sched_copy_free(&c);
+    /* decreasing offsets would let the units outgrow the schedule: refused */
+    const int64_t down[] = {0, 900, 100, 1000, 0, 1000};
+    c = sched_of(down, 5, 1000, 0, 0);
+    cr_assert_eq(c.st, TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_null(c.s.mem);
+    /* no rows; rows without nonzeros */
+    const int64_t none[] = {0};
+    c = sched_of(none, 0, 0, 0, 0);
+    cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(c.s.nunits, 0);
+    sched_copy_free(&c);
+    const int64_t empty[] = {0, 0, 0, 0};
+    c = sched_of(empty, 3, 0, 0, 1);
+    cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(c.s.nunits, 3);
+    cr_assert_eq(c.s.nsplit_rows, 0);
+    sched_copy_free(&c);
+    tc_csr_free(&m);
 }
 
 /* Calls the CUDA-core kernel does not take (N not a multiple of 4, ldb off its boundary, a
