@@ -111,3 +111,25 @@ void tc_explore_harvest(tc_explore *x)
     fprintf(stderr, "fuzz stub: tc_explore_harvest called\n");
     abort();
 }
+
+size_t tc_csr_sched_bytes(int64_t M, int64_t nnz, size_t *scratch)
+{
+    (void)M, (void)nnz, (void)scratch;
+    fprintf(stderr, "fuzz stub: tc_csr_sched_bytes called\n");
+    abort();
+}
+
+tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t M, cudaStream_t s,
+                                    tc_csr_sched *out, char *err, size_t errlen)
+{
+    (void)csr, (void)M, (void)s, (void)out, (void)err, (void)errlen;
+    fprintf(stderr, "fuzz stub: tc_csr_sched_build called\n");
+    abort();
+}
+
+void tc_csr_sched_free(tc_csr_sched *out)
+{
+    (void)out;
+    fprintf(stderr, "fuzz stub: tc_csr_sched_free called\n");
+    abort();
+}
