@@ -274,15 +274,20 @@ tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t M, cudaStr
 /* Frees a schedule's memory (after the kernels that read it are done); out is zeroed. */
 void tc_csr_sched_free(tc_csr_sched *out);
 
+/* Whether the CUDA-core CSR SpMM takes the call: SUCCESS, or NOT_SUPPORTED with the reason
+ * (A transposed, tc_spmm_csr_fits false, a size reaching 2^31).  Nothing launched. */
+tcsparseStatus_t tc_spmm_csr_takes(const tc_spmm_args *a, const tc_csr_arrays *csr, char *err,
+                                   size_t errlen);
 /* Launches the CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): C = alpha * A * B + beta * C
  * from the caller's CSR arrays (csr, untransposed; a->plan, a->chunks unused) in the order of
  * sched (csr's structure's schedule), FP32 accumulation, a group of lanes a unit.  Rows of
- * at most TC_CSR_PIECE nonzeros are written once; longer rows are scaled by beta first and
- * their pieces added atomically (their sums' order varies between runs).  Columns outside
+ * at most TC_CSR_PIECE nonzeros are written once; longer rows, into an FP32 C, are scaled by
+ * beta first and their pieces added atomically (their sums' order varies between runs), and
+ * into a half-precision C summed whole by one group and written once.  Columns outside
  * the matrix are skipped, so no array is read or written out of bounds.  With a->guard, it
  * does nothing where the verdict is 0 (tc_spmm_guard_fallback computes C then).
- * NOT_SUPPORTED (nothing launched) where tc_spmm_csr_fits is false, A is transposed or a size
- * reaches 2^31.  No allocation, no synchronisation. */
+ * NOT_SUPPORTED (nothing launched) where tc_spmm_csr_takes refuses or sched is NULL.  No
+ * allocation, no synchronisation. */
 tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
                                     const tc_csr_sched *sched, cudaStream_t stream, char *err,
                                     size_t errlen);

@@ -10,12 +10,13 @@
 // (blockIdx.y) a tile of 4GV columns.  A group reads its unit's column indices and values G at
 // a time, broadcasts them by shuffles and keeps U rows of B in flight a lane, then writes its
 // row once (beta * old added), or for a piece adds into the row that a first kernel scaled by
-// beta.
+// beta (FP32 C; a half-precision C gets each long row from one group, rounded once).
 //
 // Bad structure cannot make it read or write out of bounds: the schedule holds positions
 // inside [0, nnz] (clamped when it was built), a column outside [0, K) contributes nothing.
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 #include "kernels.h"
 #include "spmm_kernel.cuh" // tc::to_f, tc::from_f
 
@@ -91,7 +92,7 @@ __device__ __forceinline__ float scalar(const float *dev, float host)
     return dev != nullptr ? *dev : host;
 }
 
-// Adds 4 values into C atomically (a piece of a split row).
+// Adds 4 values into an FP32 C atomically (a piece of a split row).
 __device__ __forceinline__ void add4(float *q, const float (&x)[4])
 {
 #if __CUDA_ARCH__ >= 900
@@ -100,16 +101,6 @@ __device__ __forceinline__ void add4(float *q, const float (&x)[4])
     for (int i = 0; i < 4; ++i)
         atomicAdd(q + i, x[i]);
 #endif
-}
-__device__ __forceinline__ void add4(__half *q, const float (&x)[4])
-{
-    atomicAdd(reinterpret_cast<__half2 *>(q), __floats2half2_rn(x[0], x[1]));
-    atomicAdd(reinterpret_cast<__half2 *>(q) + 1, __floats2half2_rn(x[2], x[3]));
-}
-__device__ __forceinline__ void add4(__nv_bfloat16 *q, const float (&x)[4])
-{
-    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(q), __floats2bfloat162_rn(x[0], x[1]));
-    atomicAdd(reinterpret_cast<__nv_bfloat162 *>(q) + 1, __floats2bfloat162_rn(x[2], x[3]));
 }
 
 __device__ __forceinline__ bool guard_stops(const CsrParams &p)
@@ -155,8 +146,19 @@ __global__ void __launch_bounds__(kThreads, min_blocks(V)) csr_spmm_kernel(const
         return; // a group leaves whole
     const int32_t row = __ldg(p.u_row + unit);
     const int32_t kbeg = __ldg(p.u_start + unit);
-    const int32_t kend = kbeg + __ldg(p.u_len + unit);
-    const bool piece = unit < p.nsplit_units;
+    int32_t kend = kbeg + __ldg(p.u_len + unit);
+    bool piece = unit < p.nsplit_units;
+    if (!std::is_same<CT, float>::value && piece) {
+        // A half-precision C is rounded once a row, as the rows written whole: the first of
+        // a long row's pieces (consecutive units) sums the whole row, the others do nothing.
+        if (unit > 0 && __ldg(p.u_row + unit - 1) == row)
+            return;
+        int64_t last = unit;
+        while (last + 1 < p.nsplit_units && __ldg(p.u_row + last + 1) == row)
+            ++last;
+        kend = __ldg(p.u_start + last) + __ldg(p.u_len + last);
+        piece = false;
+    }
     const AT *B = static_cast<const AT *>(p.B);
     const AT *av = static_cast<const AT *>(p.a_val);
     const IT *ix = static_cast<const IT *>(p.idx);
@@ -216,12 +218,14 @@ __global__ void __launch_bounds__(kThreads, min_blocks(V)) csr_spmm_kernel(const
             continue;
         CT *out = C + (int64_t)row * p.ldc + col0[v];
         float o[4];
-        if (piece) {
+        if constexpr (std::is_same<CT, float>::value) {
+            if (piece) {
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
-                o[i] = alpha * acc[v][i];
-            add4(out, o);
-            continue;
+                for (int i = 0; i < 4; ++i)
+                    o[i] = alpha * acc[v][i];
+                add4(out, o);
+                continue;
+            }
         }
         float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (beta != 0.0f)
@@ -250,7 +254,7 @@ cudaError_t launch_gv(const CsrParams &p, cudaStream_t s)
 template <class AT, class CT, class IT>
 cudaError_t launch(const CsrParams &p, cudaStream_t s)
 {
-    if (p.nsplit_rows > 0) {
+    if (p.nsplit_rows > 0 && std::is_same<CT, float>::value) { // pieces add into FP32 C only
         const unsigned blocks = p.nsplit_rows < 4096 ? (unsigned)p.nsplit_rows : 4096u;
         csr_split_rows_beta<CT><<<blocks, kThreads, 0, s>>>(p);
         const cudaError_t e = cudaGetLastError();
@@ -280,9 +284,8 @@ cudaError_t launch_types(const CsrParams &p, int idx64, cudaStream_t s)
 
 } // namespace
 
-extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
-                                               const tc_csr_sched *sched, cudaStream_t s,
-                                               char *err, size_t errlen)
+extern "C" tcsparseStatus_t tc_spmm_csr_takes(const tc_spmm_args *a, const tc_csr_arrays *csr,
+                                              char *err, size_t errlen)
 {
     if (csr->transposed || !tc_spmm_csr_fits(a->B, a->ldb, a->C, a->ldc, a->N, a->ab_type,
                                              a->c_type)) {
@@ -290,12 +293,22 @@ extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_c
                               "N, ldb, ldc multiples of 4 on 4-element boundaries");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
-    if (a->M == 0 || a->N == 0)
-        return TCSPARSE_STATUS_SUCCESS;
     if (a->M >= INT32_MAX || a->K >= INT32_MAX || a->N >= INT32_MAX || csr->nnz >= INT32_MAX) {
         snprintf(err, errlen, "the CUDA-core CSR SpMM takes sizes and nonzeros below 2^31");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_csr_arrays *csr,
+                                               const tc_csr_sched *sched, cudaStream_t s,
+                                               char *err, size_t errlen)
+{
+    const tcsparseStatus_t takes = tc_spmm_csr_takes(a, csr, err, errlen);
+    if (takes != TCSPARSE_STATUS_SUCCESS)
+        return takes;
+    if (a->M == 0 || a->N == 0)
+        return TCSPARSE_STATUS_SUCCESS;
     if (sched == nullptr || sched->mem == nullptr) {
         snprintf(err, errlen, "the CUDA-core CSR SpMM needs the structure's schedule");
         return TCSPARSE_STATUS_NOT_SUPPORTED;

@@ -35,6 +35,10 @@ struct Rows {
 // offsets decrease.
 __device__ __forceinline__ bool row_range(const Rows &r, int32_t row, int32_t &s, int32_t &len)
 {
+    if (r.off == nullptr) { // no nonzeros, no offsets array (accepted as cuSPARSE does)
+        s = len = 0;
+        return true;
+    }
     const int64_t a = tc::csr_row_start(r.off, r.off64, r.base, r.nnz, row);
     const int64_t b = tc::csr_row_start(r.off, r.off64, r.base, r.nnz, row + 1);
     s = (int32_t)a;
@@ -187,7 +191,8 @@ extern "C" tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
     const Layout l = layout_of(M, csr->nnz);
-    const Rows r{csr->offsets, csr->offsets_64, csr->base, csr->nnz, (int32_t)M};
+    const Rows r{csr->nnz > 0 ? csr->offsets : nullptr, csr->offsets_64, csr->base, csr->nnz,
+                 (int32_t)M};
     char *mem = nullptr, *tmp = nullptr;
     const size_t k2 = round_up(2 * (size_t)M), k4 = round_up(4 * (size_t)M),
                  k8 = round_up(8 * (size_t)M);
@@ -238,6 +243,8 @@ extern "C" tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t
                                                     u_row, u_start, u_len, split, hdr);
             e = cudaGetLastError();
         }
+    }
+    if (tmp != nullptr) {
         const cudaError_t f = cudaFreeAsync(tmp, s);
         if (e == cudaSuccess)
             e = f;

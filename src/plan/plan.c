@@ -14,6 +14,7 @@
 #include "metcf.h"
 #include "plan.h"
 #include "late.h"
+#include "measure.h" /* tc_stream_capturing */
 #include "reorder.h"
 
 static double tc_now_ms(void)
@@ -704,11 +705,23 @@ tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMa
     if (d->format != TCSPARSE_FORMAT_CSR || d->parent != NULL)
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the CUDA-core schedule is built for untransposed CSR matrices");
+    /* the build synchronises (and evicting a plan synchronises the device): never inside a
+     * capture, where the call runs on cuSPARSE until _preprocess or an uncaptured call has
+     * built it */
+    if (tc_stream_capturing(h->stream))
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "the CUDA-core schedule is not built inside a stream capture");
     size_t scratch = 0;
     const size_t bytes = tc_csr_sched_bytes(d->rows, d->nnz, &scratch);
     if (bytes == 0)
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the CUDA-core schedule takes fewer than 2^31 rows and nonzeros");
+    const tc_mem_room room = tc_mem_room_now();
+    tcsparseStatus_t st = tc_mem_room_check(&room, bytes + scratch, 0);
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        st = tc_guard_vouches(h, md);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st;
     /* the cache's limit: the schedule joins its plan's bytes (other plans may be evicted) */
     tc_cache_configure_once();
     struct tc_plan *victims = NULL;
@@ -731,27 +744,19 @@ tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMa
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the CUDA-core schedule (%zu bytes) does not fit "
                             "TCSPARSE_CACHE_BYTES=%zu beside the plans in use", bytes, limit);
-    const tc_mem_room room = tc_mem_room_now();
-    tcsparseStatus_t st = tc_mem_room_check(&room, bytes + scratch, 0);
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        st = tc_guard_vouches(h, md);
+    const tc_csr_arrays csr = {
+        .nnz = d->nnz, .offsets = d->offsets, .indices = d->indices,
+        .offsets_64 = d->offsets_type == TCSPARSE_INDEX_64I,
+        .indices_64 = d->indices_type == TCSPARSE_INDEX_64I,
+        .base = d->base == TCSPARSE_INDEX_BASE_ONE};
     char msg[200];
-    if (st == TCSPARSE_STATUS_SUCCESS) {
-        const tc_csr_arrays csr = {
-            .nnz = d->nnz, .offsets = d->offsets, .indices = d->indices,
-            .offsets_64 = d->offsets_type == TCSPARSE_INDEX_64I,
-            .indices_64 = d->indices_type == TCSPARSE_INDEX_64I,
-            .base = d->base == TCSPARSE_INDEX_BASE_ONE};
-        st = tc_csr_sched_build(&csr, d->rows, h->stream, &p->csr, msg, sizeof msg);
-        if (st != TCSPARSE_STATUS_SUCCESS)
-            (void)tc_error_set(st, "%s", msg);
-    }
+    st = tc_csr_sched_build(&csr, d->rows, h->stream, &p->csr, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         pthread_mutex_lock(&tc_cache_mu);
         tc_cache_bytes -= bytes;
         p->bytes -= bytes;
         pthread_mutex_unlock(&tc_cache_mu);
-        return st;
+        return tc_error_set(st, "%s", msg);
     }
     *out = &p->csr;
     return TCSPARSE_STATUS_SUCCESS;

@@ -160,7 +160,9 @@ static const char *tc_cand_name(int op, int k)
 static void tc_explore_finish(struct tc_plan *p)
 {
     tc_explore *x = &p->explore;
-    tc_measured m = {.kind = x->kind, .ms = {-1.0f, -1.0f, -1.0f, -1.0f}, .calls = x->calls};
+    tc_measured m = {.kind = x->kind, .calls = x->calls};
+    for (int k = 0; k < TC_NCAND; k++)
+        m.ms[k] = -1.0f; /* not measured */
     for (int i = 0; i < x->ncand; i++)
         if (!x->dropped[i] && x->done[i] > 0)
             m.ms[x->cand[i]] = x->best_ms[i];

@@ -227,7 +227,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
 /* The CUDA-core CSR kernel on the caller's arrays in the order of the plan's schedule (built
  * on its first call; a guard armed on A checks the arrays first, as for the tensor-core
  * kernels).  NOT_SUPPORTED, nothing launched, where it does not take the call (a transposed
- * A, dense operands off its 4-element boundaries, no schedule). */
+ * A, dense operands off its 4-element boundaries, no plan or schedule). */
 static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
                                     const void *alpha, tcsparseConstSpMatDescr_t A,
                                     tcsparseConstDnMatDescr_t B, const void *beta,
@@ -236,22 +236,43 @@ static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
     tc_spmm_args a = tc_spmm_args_of(h, alpha, A, A, B, beta, C);
     const tc_csr_arrays csr = tc_csr_arrays_of(
         A, opA != TCSPARSE_OPERATION_NON_TRANSPOSE || A->format != TCSPARSE_FORMAT_CSR);
-    tcsparseStatus_t st;
-    const tc_csr_sched *sched = NULL; /* NULL: the launcher refuses the call, with its reason */
-    if (!csr.transposed && plan != NULL) {
-        st = tc_plan_csr_sched(h, A, plan, &sched);
-        if (st != TCSPARSE_STATUS_SUCCESS)
-            return st == TCSPARSE_STATUS_INVALID_VALUE ? st : TCSPARSE_STATUS_NOT_SUPPORTED;
-    }
+    char msg[200];
+    tcsparseStatus_t st = tc_spmm_csr_takes(&a, &csr, msg, sizeof msg);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSpMM: %s", msg);
+    if (a.M == 0 || a.N == 0)
+        return TCSPARSE_STATUS_SUCCESS; /* nothing to compute */
+    if (plan == NULL)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSpMM: no plan for the CUDA-core schedule");
+    const tc_csr_sched *sched;
+    st = tc_plan_csr_sched(h, A, plan, &sched);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st == TCSPARSE_STATUS_INVALID_VALUE ? st : TCSPARSE_STATUS_NOT_SUPPORTED;
     struct tc_guard *g;
     st = tc_guard_start(h, A, &a, &g);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return TCSPARSE_STATUS_NOT_SUPPORTED;
-    char msg[200];
     st = tc_spmm_csr_launch(&a, &csr, sched, h->stream, msg, sizeof msg);
-    if (st == TCSPARSE_STATUS_NOT_SUPPORTED && g == NULL) /* nothing launched */
-        return tc_error_set(st, "tcsparseSpMM: %s", msg);
     return tc_guard_finish(h, g, &a, &csr, st, msg);
+}
+
+/* The CUDA-core schedule at _preprocess, where executions may run that path (decided, or a
+ * candidate of the measurement), so that the first execution does not build it (and a
+ * captured one can run it).  An optimisation only: the execution builds it otherwise. */
+static void tc_spmm_csr_prepare(tcsparseHandle_t h, const tc_decision *d,
+                                tcsparseOperation_t opA, tcsparseConstSpMatDescr_t A,
+                                struct tc_plan *plan)
+{
+    int wanted = d->path == TCSPARSE_PATH_CUDA_CORE;
+    for (int i = 0; i < d->ncand; i++)
+        wanted |= d->cand[i] == TC_SEL_CAND_CSR;
+    if (!wanted || plan == NULL || opA != TCSPARSE_OPERATION_NON_TRANSPOSE ||
+        A->format != TCSPARSE_FORMAT_CSR)
+        return;
+    const tc_csr_sched *sched;
+    if (tc_plan_csr_sched(h, A, plan, &sched) != TCSPARSE_STATUS_SUCCESS)
+        tc_error_clear();
 }
 
 /* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
@@ -422,6 +443,8 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
         if (st == TCSPARSE_STATUS_SUCCESS)
             tc_route_record(h, &d);
     }
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        tc_spmm_csr_prepare(h, &d, opA, A, plan);
     tc_spmm_view_done(A, P);
     return st;
 }

@@ -620,12 +620,130 @@ Test(gpu_spmm, cuda_core_schedule)
     cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(c.s.nunits, 0);
     sched_copy_free(&c);
+    /* no nonzeros and no offsets array (accepted, as by cuSPARSE): every row empty */
+    tc_csr_arrays none_csr = {.nnz = 0};
+    char msg[200];
+    cr_assert_eq(tc_csr_sched_build(&none_csr, 5, 0, &c.s, msg, sizeof msg),
+                 TCSPARSE_STATUS_SUCCESS, "%s", msg);
+    cr_assert_eq(c.s.nunits, 5);
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+    tc_csr_sched_free(&c.s);
     const int64_t empty[] = {0, 0, 0, 0};
     c = sched_of(empty, 3, 0, 0, 1);
     cr_assert_eq(c.st, TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(c.s.nunits, 3);
     cr_assert_eq(c.s.nsplit_rows, 0);
     sched_copy_free(&c);
+    tc_csr_free(&m);
+}
+
+/* One forced CUDA-core SpMM of A (the long-rows matrix) captured into a graph in global mode
+ * and replayed over a C of NaN: the capture must survive and the result be right; returns the
+ * path the captured call took. */
+static tcsparsePath_t captured_cuda_core(tcsparseHandle_t h, cudaStream_t cs,
+                                         tcsparseSpMatDescr_t A, tcsparseDnMatDescr_t B,
+                                         tcsparseDnMatDescr_t C, void *d_C, void *buf,
+                                         const double *ref, int64_t M, int64_t N, float beta,
+                                         const float *hC0)
+{
+    const float alpha = 1.0f;
+    cr_assert_eq(cudaMemcpy(d_C, hC0, sizeof(float) * (size_t)(M * N), cudaMemcpyHostToDevice),
+                 cudaSuccess);
+    if (beta == 0.0f)
+        cr_assert_eq(cudaMemset(d_C, 0xff, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec;
+    cr_assert_eq(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal), cudaSuccess);
+    const tcsparseStatus_t st =
+        tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf);
+    cr_assert_eq(cudaStreamEndCapture(cs, &graph), cudaSuccess, "the capture was invalidated");
+    cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "captured call: %s", tcsparseGetLastErrorMessage());
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "an error left behind by the captured call");
+    tcsparseRouteInfo_t ri;
+    cr_assert_eq(tcsparseGetLastRoute(h, &ri), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(exec, cs), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    float *hC = malloc(sizeof *hC * (size_t)(M * N));
+    cr_assert_eq(cudaMemcpy(hC, d_C, sizeof *hC * (size_t)(M * N), cudaMemcpyDeviceToHost),
+                 cudaSuccess);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        const double want = ref[i] + (double)beta * hC0[i];
+        cr_assert(isfinite(hC[i]), "C[%lld] not written by the graph (%s)", (long long)i,
+                  ri.kernel);
+        num += (hC[i] - want) * (hC[i] - want);
+        den += want * want;
+    }
+    cr_assert(sqrt(num / den) <= 1e-5, "graph: relative error %.3e (%s)", sqrt(num / den),
+              ri.kernel);
+    free(hC);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return ri.path;
+}
+
+/* TCSPARSE_ROUTE_CUDA_CORE inside a stream capture: before anything is built the captured call
+ * runs cuSPARSE (a build would synchronise), right and with the capture intact; after
+ * _preprocess (which builds the plan and the CUDA-core schedule) a captured call runs the
+ * CUDA-core kernel, the split rows' beta pass included. */
+Test(gpu_spmm, cuda_core_captured)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    long_rows_matrix(&m);
+    const int64_t M = m.rows, K = m.cols, N = 40;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m.nnz), *hB = malloc(sizeof *hB * (size_t)(K * N));
+    float *hC0 = malloc(sizeof *hC0 * (size_t)(M * N));
+    double *ref = calloc((size_t)(M * N), sizeof *ref);
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m.row_off[r];
+    for (int64_t e = 0; e < m.nnz; e++)
+        val[e] = (float)m.val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hB[i] = (float)urand();
+    for (int64_t i = 0; i < M * N; i++)
+        hC0[i] = (float)urand();
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t e = m.row_off[r]; e < m.row_off[r + 1]; e++)
+            for (int64_t j = 0; j < N; j++)
+                ref[r * N + j] += (double)val[e] * hB[m.col[e] * N + j];
+    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
+    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
+    void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
+    void *d_C = NULL;
+    cr_assert_eq(cudaMalloc(&d_C, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+    cudaStream_t cs;
+    cr_assert_eq(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(tcsparseCreate(&h), 0);
+    cr_assert_eq(tcsparseSetStream(h, cs), 0);
+    cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_CUDA_CORE), 0);
+    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    const float alpha = 1.0f, beta = 0.5f;
+    size_t bsz = 0;
+    void *buf = NULL;
+    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
+    tcsparsePath_t path = captured_cuda_core(h, cs, A, B, C, d_C, buf, ref, M, N, 0.0f, hC0);
+    cr_assert_eq(path, TCSPARSE_PATH_CUSPARSE, "a schedule was built inside the capture");
+    cr_assert_eq(tcsparseSpMM_preprocess(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf),
+                 0, "%s", tcsparseGetLastErrorMessage());
+    for (int i = 0; i < 2; i++) {
+        path = captured_cuda_core(h, cs, A, B, C, d_C, buf, ref, M, N, i ? 0.5f : 0.0f, hC0);
+        cr_assert_eq(path, TCSPARSE_PATH_CUDA_CORE, "after _preprocess, beta %d", i);
+    }
+    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
+    cudaStreamDestroy(cs);
+    cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
+    free(off); free(val); free(hB); free(hC0); free(ref);
     tc_csr_free(&m);
 }
 
