@@ -79,6 +79,73 @@ Test(gpu_spmm, measured_on_calls)
     tc_csr_free(&m);
 }
 
+/* An FP32 product of m (32-bit indices, zero-based) and a random B of N columns, row-major,
+ * on the device with its reference A * B in double, and a handle bound to a stream of its own
+ * with the descriptors (the capture tests). */
+typedef struct {
+    int64_t M, K, N;
+    double *ref; /* M x N */
+    void *d_off, *d_col, *d_val, *d_B, *d_C, *buf;
+    cudaStream_t cs;
+    tcsparseHandle_t h;
+    tcsparseSpMatDescr_t A;
+    tcsparseDnMatDescr_t B, C;
+} fp32_case;
+
+static void fp32_case_make(const tc_csr *m, int64_t N, fp32_case *p)
+{
+    const int64_t M = m->rows, K = m->cols;
+    memset(p, 0, sizeof *p);
+    p->M = M, p->K = K, p->N = N;
+    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
+    float *val = malloc(sizeof *val * (size_t)m->nnz + 1);
+    float *hB = malloc(sizeof *hB * (size_t)(K * N));
+    p->ref = calloc((size_t)(M * N), sizeof *p->ref);
+    for (int64_t r = 0; r <= M; r++)
+        off[r] = (int32_t)m->row_off[r];
+    for (int64_t e = 0; e < m->nnz; e++)
+        val[e] = (float)m->val[e];
+    for (int64_t i = 0; i < K * N; i++)
+        hB[i] = (float)urand();
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t e = m->row_off[r]; e < m->row_off[r + 1]; e++)
+            for (int64_t j = 0; j < N; j++)
+                p->ref[r * N + j] += (double)val[e] * hB[m->col[e] * N + j];
+    p->d_off = to_device(off, sizeof *off * (size_t)(M + 1));
+    p->d_col = to_device(m->col, sizeof *m->col * (size_t)m->nnz);
+    p->d_val = to_device(val, sizeof *val * (size_t)m->nnz);
+    p->d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
+    free(off);
+    free(val);
+    free(hB);
+    cr_assert_eq(cudaMalloc(&p->d_C, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+    cr_assert_eq(cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(tcsparseCreate(&p->h), 0);
+    cr_assert_eq(tcsparseSetStream(p->h, p->cs), 0);
+    cr_assert_eq(tcsparseCreateCsr(&p->A, M, K, m->nnz, p->d_off, p->d_col, p->d_val,
+                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_32I,
+                                   TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&p->B, K, N, N, p->d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    cr_assert_eq(tcsparseCreateDnMat(&p->C, M, N, N, p->d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
+    const float alpha = 1.0f, beta = 0.5f;
+    size_t bsz = 0;
+    cr_assert_eq(tcsparseSpMM_bufferSize(p->h, 0, 0, &alpha, p->A, p->B, &beta, p->C,
+                                         CUDA_R_32F, 0, &bsz), 0);
+    cr_assert_eq(cudaMalloc(&p->buf, bsz + 1), cudaSuccess);
+}
+
+static void fp32_case_free(fp32_case *p)
+{
+    tcsparseDestroySpMat(p->A);
+    tcsparseDestroyDnMat(p->B);
+    tcsparseDestroyDnMat(p->C);
+    tcsparseDestroy(p->h);
+    cudaStreamDestroy(p->cs);
+    cudaFree(p->buf); cudaFree(p->d_off); cudaFree(p->d_col); cudaFree(p->d_val);
+    cudaFree(p->d_B); cudaFree(p->d_C);
+    free(p->ref);
+}
+
 /* A measurement in progress must not disturb a stream capture: samples recorded before the
  * capture are not read inside it (an event query there invalidates a global-mode capture),
  * the captured call takes the model's path, the graph replays correctly, and the
@@ -88,46 +155,20 @@ Test(gpu_spmm, measuring_then_capture)
     TC_REQUIRE_GPU();
     tc_csr m;
     gen_or_fail("uniform:1500:700:9", &m);
-    const int64_t M = m.rows, K = m.cols, N = 40;
-    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
-    float *val = malloc(sizeof *val * (size_t)m.nnz), *hB = malloc(sizeof *hB * (size_t)(K * N));
-    float *hC = malloc(sizeof *hC * (size_t)(M * N));
-    double *ref = calloc((size_t)(M * N), sizeof *ref);
-    for (int64_t r = 0; r <= M; r++)
-        off[r] = (int32_t)m.row_off[r];
-    for (int64_t e = 0; e < m.nnz; e++)
-        val[e] = (float)m.val[e];
-    for (int64_t i = 0; i < K * N; i++)
-        hB[i] = (float)urand();
-    for (int64_t r = 0; r < M; r++)
-        for (int64_t e = m.row_off[r]; e < m.row_off[r + 1]; e++)
-            for (int64_t j = 0; j < N; j++)
-                ref[r * N + j] += (double)val[e] * hB[m.col[e] * N + j];
-    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
-    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
-    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
-    void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
-    void *d_C = NULL;
-    cr_assert_eq(cudaMalloc(&d_C, sizeof *hC * (size_t)(M * N)), cudaSuccess);
     setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
     tc_config_reload();
-    tcsparseHandle_t h;
-    tcsparseSpMatDescr_t A;
-    tcsparseDnMatDescr_t B, C;
-    cudaStream_t cs;
-    cr_assert_eq(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), cudaSuccess);
-    cr_assert_eq(tcsparseCreate(&h), 0);
-    cr_assert_eq(tcsparseSetStream(h, cs), 0);
+    fp32_case q;
+    fp32_case_make(&m, 40, &q);
+    const int64_t M = q.M, N = q.N;
+    tcsparseHandle_t h = q.h;
+    tcsparseSpMatDescr_t A = q.A;
+    tcsparseDnMatDescr_t B = q.B, C = q.C;
+    cudaStream_t cs = q.cs;
+    void *buf = q.buf, *d_C = q.d_C;
+    const double *ref = q.ref;
+    float *hC = malloc(sizeof *hC * (size_t)(M * N));
     cr_assert_eq(tcsparseSetMathMode(h, TCSPARSE_MATH_TF32), 0);
-    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
-                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
     const float alpha = 1.0f, beta = 0.0f;
-    size_t bsz = 0;
-    void *buf = NULL;
-    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, &bsz), 0);
-    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
     tcsparseRouteInfo_t ri;
     for (int i = 0; i < 2; i++) { /* the measurement starts; its samples complete, unread */
         cr_assert_eq(tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf), 0, "%s",
@@ -171,10 +212,8 @@ Test(gpu_spmm, measuring_then_capture)
     tc_config_reload();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
-    cudaStreamDestroy(cs);
-    cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
-    free(off); free(val); free(hB); free(hC); free(ref);
+    free(hC);
+    fp32_case_free(&q);
     tc_csr_free(&m);
 }
 
@@ -637,39 +676,36 @@ Test(gpu_spmm, cuda_core_schedule)
     tc_csr_free(&m);
 }
 
-/* One forced CUDA-core SpMM of A (the long-rows matrix) captured into a graph in global mode
- * and replayed over a C of NaN: the capture must survive and the result be right; returns the
+/* One SpMM of q (alpha 1, beta) captured into a graph in global mode and replayed over C =
+ * hC0 (NaN where beta is 0): the capture must survive and the result be right; returns the
  * path the captured call took. */
-static tcsparsePath_t captured_cuda_core(tcsparseHandle_t h, cudaStream_t cs,
-                                         tcsparseSpMatDescr_t A, tcsparseDnMatDescr_t B,
-                                         tcsparseDnMatDescr_t C, void *d_C, void *buf,
-                                         const double *ref, int64_t M, int64_t N, float beta,
-                                         const float *hC0)
+static tcsparsePath_t captured_cuda_core(fp32_case *q, float beta, const float *hC0)
 {
     const float alpha = 1.0f;
-    cr_assert_eq(cudaMemcpy(d_C, hC0, sizeof(float) * (size_t)(M * N), cudaMemcpyHostToDevice),
+    const int64_t M = q->M, N = q->N;
+    cr_assert_eq(cudaMemcpy(q->d_C, hC0, sizeof(float) * (size_t)(M * N), cudaMemcpyHostToDevice),
                  cudaSuccess);
     if (beta == 0.0f)
-        cr_assert_eq(cudaMemset(d_C, 0xff, sizeof(float) * (size_t)(M * N)), cudaSuccess);
+        cr_assert_eq(cudaMemset(q->d_C, 0xff, sizeof(float) * (size_t)(M * N)), cudaSuccess);
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec;
-    cr_assert_eq(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(q->cs, cudaStreamCaptureModeGlobal), cudaSuccess);
     const tcsparseStatus_t st =
-        tcsparseSpMM(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf);
-    cr_assert_eq(cudaStreamEndCapture(cs, &graph), cudaSuccess, "the capture was invalidated");
+        tcsparseSpMM(q->h, 0, 0, &alpha, q->A, q->B, &beta, q->C, CUDA_R_32F, 0, q->buf);
+    cr_assert_eq(cudaStreamEndCapture(q->cs, &graph), cudaSuccess, "the capture was invalidated");
     cr_assert_eq(st, TCSPARSE_STATUS_SUCCESS, "captured call: %s", tcsparseGetLastErrorMessage());
     cr_assert_eq(cudaGetLastError(), cudaSuccess, "an error left behind by the captured call");
     tcsparseRouteInfo_t ri;
-    cr_assert_eq(tcsparseGetLastRoute(h, &ri), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseGetLastRoute(q->h, &ri), TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    cr_assert_eq(cudaGraphLaunch(exec, cs), cudaSuccess);
-    cr_assert_eq(cudaStreamSynchronize(cs), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(exec, q->cs), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(q->cs), cudaSuccess);
     float *hC = malloc(sizeof *hC * (size_t)(M * N));
-    cr_assert_eq(cudaMemcpy(hC, d_C, sizeof *hC * (size_t)(M * N), cudaMemcpyDeviceToHost),
+    cr_assert_eq(cudaMemcpy(hC, q->d_C, sizeof *hC * (size_t)(M * N), cudaMemcpyDeviceToHost),
                  cudaSuccess);
     double num = 0, den = 0;
     for (int64_t i = 0; i < M * N; i++) {
-        const double want = ref[i] + (double)beta * hC0[i];
+        const double want = q->ref[i] + (double)beta * hC0[i];
         cr_assert(isfinite(hC[i]), "C[%lld] not written by the graph (%s)", (long long)i,
                   ri.kernel);
         num += (hC[i] - want) * (hC[i] - want);
@@ -692,58 +728,24 @@ Test(gpu_spmm, cuda_core_captured)
     TC_REQUIRE_GPU();
     tc_csr m;
     long_rows_matrix(&m);
-    const int64_t M = m.rows, K = m.cols, N = 40;
-    int32_t *off = malloc(sizeof *off * (size_t)(M + 1));
-    float *val = malloc(sizeof *val * (size_t)m.nnz), *hB = malloc(sizeof *hB * (size_t)(K * N));
-    float *hC0 = malloc(sizeof *hC0 * (size_t)(M * N));
-    double *ref = calloc((size_t)(M * N), sizeof *ref);
-    for (int64_t r = 0; r <= M; r++)
-        off[r] = (int32_t)m.row_off[r];
-    for (int64_t e = 0; e < m.nnz; e++)
-        val[e] = (float)m.val[e];
-    for (int64_t i = 0; i < K * N; i++)
-        hB[i] = (float)urand();
-    for (int64_t i = 0; i < M * N; i++)
+    fp32_case q;
+    fp32_case_make(&m, 40, &q);
+    float *hC0 = malloc(sizeof *hC0 * (size_t)(q.M * q.N));
+    for (int64_t i = 0; i < q.M * q.N; i++)
         hC0[i] = (float)urand();
-    for (int64_t r = 0; r < M; r++)
-        for (int64_t e = m.row_off[r]; e < m.row_off[r + 1]; e++)
-            for (int64_t j = 0; j < N; j++)
-                ref[r * N + j] += (double)val[e] * hB[m.col[e] * N + j];
-    void *d_off = to_device(off, sizeof *off * (size_t)(M + 1));
-    void *d_col = to_device(m.col, sizeof *m.col * (size_t)m.nnz);
-    void *d_val = to_device(val, sizeof *val * (size_t)m.nnz);
-    void *d_B = to_device(hB, sizeof *hB * (size_t)(K * N));
-    void *d_C = NULL;
-    cr_assert_eq(cudaMalloc(&d_C, sizeof(float) * (size_t)(M * N)), cudaSuccess);
-    tcsparseHandle_t h;
-    tcsparseSpMatDescr_t A;
-    tcsparseDnMatDescr_t B, C;
-    cudaStream_t cs;
-    cr_assert_eq(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), cudaSuccess);
-    cr_assert_eq(tcsparseCreate(&h), 0);
-    cr_assert_eq(tcsparseSetStream(h, cs), 0);
-    cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_CUDA_CORE), 0);
-    cr_assert_eq(tcsparseCreateCsr(&A, M, K, m.nnz, d_off, d_col, d_val, TCSPARSE_INDEX_32I,
-                                   TCSPARSE_INDEX_32I, TCSPARSE_INDEX_BASE_ZERO, CUDA_R_32F), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&B, K, N, N, d_B, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
-    cr_assert_eq(tcsparseCreateDnMat(&C, M, N, N, d_C, CUDA_R_32F, TCSPARSE_ORDER_ROW), 0);
-    const float alpha = 1.0f, beta = 0.5f;
-    size_t bsz = 0;
-    void *buf = NULL;
-    cr_assert_eq(tcsparseSpMM_bufferSize(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, &bsz), 0);
-    cr_assert_eq(cudaMalloc(&buf, bsz + 1), cudaSuccess);
-    tcsparsePath_t path = captured_cuda_core(h, cs, A, B, C, d_C, buf, ref, M, N, 0.0f, hC0);
+    cr_assert_eq(tcsparseSetRoute(q.h, TCSPARSE_ROUTE_CUDA_CORE), 0);
+    tcsparsePath_t path = captured_cuda_core(&q, 0.0f, hC0);
     cr_assert_eq(path, TCSPARSE_PATH_CUSPARSE, "a schedule was built inside the capture");
-    cr_assert_eq(tcsparseSpMM_preprocess(h, 0, 0, &alpha, A, B, &beta, C, CUDA_R_32F, 0, buf),
+    const float alpha = 1.0f, beta = 0.5f;
+    cr_assert_eq(tcsparseSpMM_preprocess(q.h, 0, 0, &alpha, q.A, q.B, &beta, q.C, CUDA_R_32F, 0,
+                                         q.buf),
                  0, "%s", tcsparseGetLastErrorMessage());
     for (int i = 0; i < 2; i++) {
-        path = captured_cuda_core(h, cs, A, B, C, d_C, buf, ref, M, N, i ? 0.5f : 0.0f, hC0);
+        path = captured_cuda_core(&q, i ? 0.5f : 0.0f, hC0);
         cr_assert_eq(path, TCSPARSE_PATH_CUDA_CORE, "after _preprocess, beta %d", i);
     }
-    tcsparseDestroySpMat(A); tcsparseDestroyDnMat(B); tcsparseDestroyDnMat(C); tcsparseDestroy(h);
-    cudaStreamDestroy(cs);
-    cudaFree(buf); cudaFree(d_off); cudaFree(d_col); cudaFree(d_val); cudaFree(d_B); cudaFree(d_C);
-    free(off); free(val); free(hB); free(hC0); free(ref);
+    free(hC0);
+    fp32_case_free(&q);
     tc_csr_free(&m);
 }
 
