@@ -32,8 +32,9 @@ typedef enum {
     TCSPARSE_ROUTE_TC_BASE = 3,
     /** Tensor cores, balanced kernel (fixed share of TC blocks per thread block). */
     TCSPARSE_ROUTE_TC_BALANCED = 4,
-    /** SpMM on tcsparse's CUDA-core CSR kernel (no plan, FP32 accumulation) where it takes
-     *  the call, cuSPARSE otherwise; SDDMM on cuSPARSE. */
+    /** SpMM on tcsparse's CUDA-core CSR kernel (FP32 accumulation, in the order of a row
+     *  schedule kept with the matrix's plan) where it takes the call, cuSPARSE otherwise;
+     *  SDDMM on cuSPARSE. */
     TCSPARSE_ROUTE_CUDA_CORE = 5
 } tcsparseRoute_t;
 
