@@ -22,49 +22,20 @@
 #include <string>
 #include <vector>
 #include <cusparse.h>
+#include "bench_cuda.cuh"
 extern "C" {
 #include "gen.h"
 }
 #include "kernels.h"
 
-namespace {
-
-void cuda_ok(cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) {
-        fprintf(stderr, "csr_rows_spmm: %s: %s\n", what, cudaGetErrorString(e));
-        exit(1);
-    }
-}
-
-void sparse_ok(cusparseStatus_t e, const char *what)
-{
-    if (e != CUSPARSE_STATUS_SUCCESS) {
-        fprintf(stderr, "csr_rows_spmm: %s: %s\n", what, cusparseGetErrorString(e));
-        exit(1);
-    }
-}
-
-template <class X>
-X *upload(const std::vector<X> &v)
-{
-    X *d = nullptr;
-    cuda_ok(cudaMalloc(&d, std::max<size_t>(1, v.size()) * sizeof(X)), "cudaMalloc");
-    if (!v.empty())
-        cuda_ok(cudaMemcpy(d, v.data(), v.size() * sizeof(X), cudaMemcpyHostToDevice), "upload");
-    return d;
-}
-
-float median(std::vector<float> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.empty() ? NAN : v[v.size() / 2];
-}
-
-} // namespace
+using bench::cuda_ok;
+using bench::median;
+using bench::sparse_ok;
+using bench::upload;
 
 int main(int argc, char **argv)
 {
+    bench::program() = "csr_rows_spmm";
     int N = 128, reps = 20;
     int ai = 1;
     for (; ai < argc && argv[ai][0] == '-'; ++ai) {

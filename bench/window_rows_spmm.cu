@@ -17,9 +17,11 @@
 // factor to 11 significant bits), or on a relative Frobenius error above 5e-3.
 //
 // The 32-row plan here is the CPU's: the library's conversion does not build it.
-// Build (from the source tree; the figures are in docs/performance.md, "Tried"):
-//   nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels -Isrc -Iinclude -o window_rows_spmm \
-//       bench/window_rows_spmm.cu tools/common/gen.c tools/common/mmio.c -lcusparse -lz
+// Build on the GPU machine, from a configured build tree (config.h) of the source tree (the
+// figures are in docs/performance.md, "Tried"):
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DHAVE_CONFIG_H -I. -Iinclude -Isrc -Ikernels \
+//       -Ikernels/common -Itools/common -o window_rows_spmm bench/window_rows_spmm.cu \
+//       tools/common/gen.c tools/common/mmio.c -lcusparse -lz
 //   ./window_rows_spmm [-n N] [-r REPS] INPUT...   (a Matrix Market file or a generator spec)
 #include <algorithm>
 #include <cmath>
@@ -28,6 +30,7 @@
 #include <cstring>
 #include <vector>
 #include <cusparse.h>
+#include "bench_cuda.cuh"
 extern "C" {
 #include "gen.h"
 #include "metcf_rules.h"
@@ -36,24 +39,13 @@ extern "C" {
 
 namespace {
 
+using bench::cuda_ok;
+using bench::median;
+using bench::sparse_ok;
+using bench::upload;
+
 using tc::SpmmParams;
 using tc::Tf32;
-
-void cuda_ok(cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) {
-        fprintf(stderr, "window_rows_spmm: %s: %s\n", what, cudaGetErrorString(e));
-        exit(1);
-    }
-}
-
-void sparse_ok(cusparseStatus_t e, const char *what)
-{
-    if (e != CUSPARSE_STATUS_SUCCESS) {
-        fprintf(stderr, "window_rows_spmm: %s: %s\n", what, cusparseGetErrorString(e));
-        exit(1);
-    }
-}
 
 // ME-TCF with windows of `rows` rows, on the host (the layout of src/plan/metcf.h: blocks of 8
 // distinct columns of one window, ascending; a block's nonzeros by position row * 8 + col).
@@ -119,22 +111,6 @@ Plan build(const tc_csr &m, int rows, int sms)
         } while (b < b1);
     }
     return h;
-}
-
-template <class X>
-X *upload(const std::vector<X> &v)
-{
-    X *d = nullptr;
-    cuda_ok(cudaMalloc(&d, std::max<size_t>(1, v.size()) * sizeof(X)), "cudaMalloc");
-    if (!v.empty())
-        cuda_ok(cudaMemcpy(d, v.data(), v.size() * sizeof(X), cudaMemcpyHostToDevice), "upload");
-    return d;
-}
-
-float median(std::vector<float> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 // Median time of run() between two events over reps runs, after 3 warm-up runs; before() runs
@@ -291,6 +267,7 @@ float time_cusparse(const Problem &pr, cusparseHandle_t hs)
 
 int main(int argc, char **argv)
 {
+    bench::program() = "window_rows_spmm";
     int64_t N = 128;
     int reps = 20, first = 1;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
