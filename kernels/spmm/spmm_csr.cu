@@ -18,11 +18,12 @@
 #include <cstdio>
 #include <type_traits>
 #include "kernels.h"
-#include "spmm_kernel.cuh" // tc::to_f, tc::from_f
+#include "spmm_kernel.cuh" // tc::to_f, tc::from_f, tc::guard_stops, tc::with_storage_types
 
 namespace {
 
 using tc::from_f;
+using tc::guard_stops;
 using tc::to_f;
 
 constexpr int kThreads = 256; // threads a block
@@ -101,11 +102,6 @@ __device__ __forceinline__ void add4(float *q, const float (&x)[4])
     for (int i = 0; i < 4; ++i)
         atomicAdd(q + i, x[i]);
 #endif
-}
-
-__device__ __forceinline__ bool guard_stops(const CsrParams &p)
-{
-    return p.guard != nullptr && *p.guard == 0;
 }
 
 // The rows split into pieces: C = beta * C (0 where beta is 0, whatever C held), a block a row.
@@ -323,20 +319,9 @@ extern "C" tcsparseStatus_t tc_spmm_csr_launch(const tc_spmm_args *a, const tc_c
     p.a_val = a->a_val; p.B = a->B; p.ldb = a->ldb; p.C = a->C; p.ldc = a->ldc;
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     const int i64 = csr->indices_64;
-    cudaError_t e;
-    switch (a->ab_type) {
-    case TC_T_F32:
-        e = launch_types<float, float>(p, i64, s);
-        break;
-    case TC_T_F16:
-        e = a->c_type == TC_T_F32 ? launch_types<__half, float>(p, i64, s)
-                                  : launch_types<__half, __half>(p, i64, s);
-        break;
-    default:
-        e = a->c_type == TC_T_F32 ? launch_types<__nv_bfloat16, float>(p, i64, s)
-                                  : launch_types<__nv_bfloat16, __nv_bfloat16>(p, i64, s);
-        break;
-    }
+    const cudaError_t e = tc::with_storage_types(a->ab_type, a->c_type, [&](auto at, auto ct) {
+        return launch_types<decltype(at), decltype(ct)>(p, i64, s);
+    });
     if (e == cudaSuccess)
         return TCSPARSE_STATUS_SUCCESS;
     snprintf(err, errlen, "the CUDA-core CSR SpMM failed to launch: %s", cudaGetErrorString(e));

@@ -170,19 +170,9 @@ extern "C" tcsparseStatus_t tc_spmm_guard_fallback(const tc_spmm_args *a,
     p.alpha_dev = a->alpha_dev; p.beta_dev = a->beta_dev; p.alpha = a->alpha; p.beta = a->beta;
     p.verdict = a->guard;
     const int t = csr->transposed;
-    cudaError_t e;
-    switch (a->ab_type) {
-    case TC_T_F32:
-        e = launch<float, float>(p, t, s);
-        break;
-    case TC_T_F16:
-        e = a->c_type == TC_T_F32 ? launch<__half, float>(p, t, s) : launch<__half, __half>(p, t, s);
-        break;
-    default:
-        e = a->c_type == TC_T_F32 ? launch<__nv_bfloat16, float>(p, t, s)
-                                  : launch<__nv_bfloat16, __nv_bfloat16>(p, t, s);
-        break;
-    }
+    const cudaError_t e = tc::with_storage_types(a->ab_type, a->c_type, [&](auto at, auto ct) {
+        return launch<decltype(at), decltype(ct)>(p, t, s);
+    });
     if (e == cudaSuccess)
         return TCSPARSE_STATUS_SUCCESS;
     snprintf(err, errlen, "the guard's fallback SpMM failed to launch: %s", cudaGetErrorString(e));

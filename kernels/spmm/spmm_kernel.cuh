@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <type_traits>
+#include "kernels.h" // TC_T_*
 #include "spmm_config.cuh"
 
 namespace tc {
@@ -29,8 +30,10 @@ struct SpmmParams {
     const int *guard;     // NULL, or a guard's verdict: 0 = the plan is stale, do nothing
 };
 
-// A guarded call whose check found the arrays changed: the kernels leave C to the fallback.
-__device__ __forceinline__ bool guard_stops(const SpmmParams &p)
+// A guarded call whose check found the arrays changed: the kernels leave C to the fallback
+// (P: the parameters of a kernel with a guard member, SpmmParams or the CUDA-core SpMM's).
+template <class P>
+__device__ __forceinline__ bool guard_stops(const P &p)
 {
     return p.guard != nullptr && *p.guard == 0;
 }
@@ -51,6 +54,23 @@ __device__ __forceinline__ int64_t csr_row_start(const void *offsets, int is64, 
 {
     const int64_t k = csr_index(offsets, is64, r) - base;
     return k < 0 ? 0 : k > nnz ? nnz : k;
+}
+
+// f(AT(), CT()) with the storage types of A and B (AT) and of C (CT) of a call of value types
+// ab_type and c_type (TC_T_*: FP32 with FP32 C; FP16 or BF16 with C of the same type or FP32):
+// the type pairs the CUDA-core SpMMs are instantiated for.
+template <class F>
+cudaError_t with_storage_types(int ab_type, int c_type, F &&f)
+{
+    switch (ab_type) {
+    case TC_T_F32:
+        return f(float(), float());
+    case TC_T_F16:
+        return c_type == TC_T_F32 ? f(__half(), float()) : f(__half(), __half());
+    default:
+        return c_type == TC_T_F32 ? f(__nv_bfloat16(), float())
+                                  : f(__nv_bfloat16(), __nv_bfloat16());
+    }
 }
 
 // ---- conversions and tensor-core instructions -------------------------------------------
