@@ -151,6 +151,28 @@ size_t cub_scratch(int M)
 
 size_t round_up(size_t x) { return (x + 255) & ~(size_t)255; }
 
+// The build's scratch, one allocation: two key arrays, two row arrays, the unit counts and
+// first units, CUB's temporary storage (each part 256-byte aligned).
+struct Scratch {
+    size_t key1, row0, row1, count, first, cub, cub_bytes, bytes;
+};
+
+Scratch scratch_of(int32_t M)
+{
+    const size_t k2 = round_up(2 * (size_t)M), k4 = round_up(4 * (size_t)M),
+                 k8 = round_up(8 * (size_t)M);
+    Scratch x{};
+    x.key1 = k2;
+    x.row0 = 2 * k2;
+    x.row1 = x.row0 + k4;
+    x.count = x.row1 + k4;
+    x.first = x.count + k8;
+    x.cub = x.first + k8;
+    x.cub_bytes = round_up(cub_scratch(M));
+    x.bytes = x.cub + x.cub_bytes;
+    return x;
+}
+
 } // namespace
 
 extern "C" size_t tc_csr_sched_bytes(int64_t M, int64_t nnz, size_t *scratch)
@@ -161,9 +183,8 @@ extern "C" size_t tc_csr_sched_bytes(int64_t M, int64_t nnz, size_t *scratch)
             *scratch = 0;
         return 0;
     }
-    if (scratch != nullptr) // two keys, two row arrays, counts, first units, cub's
-        *scratch = 2 * round_up(2 * (size_t)M) + 2 * round_up(4 * (size_t)M) +
-                   2 * round_up(8 * (size_t)M) + round_up(cub_scratch((int)M));
+    if (scratch != nullptr)
+        *scratch = scratch_of((int32_t)M).bytes;
     return layout_of(M, nnz).bytes;
 }
 
@@ -194,19 +215,16 @@ extern "C" tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t
     const Rows r{csr->nnz > 0 ? csr->offsets : nullptr, csr->offsets_64, csr->base, csr->nnz,
                  (int32_t)M};
     char *mem = nullptr, *tmp = nullptr;
-    const size_t k2 = round_up(2 * (size_t)M), k4 = round_up(4 * (size_t)M),
-                 k8 = round_up(8 * (size_t)M);
-    const size_t cs = round_up(cub_scratch((int)M));
-    const size_t tmp_bytes = 2 * k2 + 2 * k4 + 2 * k8 + cs;
+    const Scratch x = scratch_of((int32_t)M);
     cudaError_t e = cudaMalloc(&mem, l.bytes);
     if (e == cudaSuccess && M > 0)
-        e = cudaMallocAsync(reinterpret_cast<void **>(&tmp), tmp_bytes, s);
+        e = cudaMallocAsync(reinterpret_cast<void **>(&tmp), x.bytes, s);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         if (mem != nullptr)
             (void)cudaFree(mem);
         snprintf(err, errlen, "the CUDA-core schedule: allocating %zu bytes: %s",
-                 l.bytes + tmp_bytes, cudaGetErrorString(e));
+                 l.bytes + x.bytes, cudaGetErrorString(e));
         return e == cudaErrorMemoryAllocation ? TCSPARSE_STATUS_ALLOC_FAILED
                                               : TCSPARSE_STATUS_EXECUTION_FAILED;
     }
@@ -218,14 +236,14 @@ extern "C" tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t
     e = cudaMemsetAsync(hdr, 0, 16, s);
     if (e == cudaSuccess && M > 0) {
         uint16_t *key0 = reinterpret_cast<uint16_t *>(tmp);
-        uint16_t *key1 = reinterpret_cast<uint16_t *>(tmp + k2);
-        int32_t *row0 = reinterpret_cast<int32_t *>(tmp + 2 * k2);
-        int32_t *row1 = reinterpret_cast<int32_t *>(tmp + 2 * k2 + k4);
-        int64_t *count = reinterpret_cast<int64_t *>(tmp + 2 * k2 + 2 * k4);
-        int64_t *first = reinterpret_cast<int64_t *>(tmp + 2 * k2 + 2 * k4 + k8);
-        void *cub_tmp = tmp + 2 * k2 + 2 * k4 + 2 * k8;
+        uint16_t *key1 = reinterpret_cast<uint16_t *>(tmp + x.key1);
+        int32_t *row0 = reinterpret_cast<int32_t *>(tmp + x.row0);
+        int32_t *row1 = reinterpret_cast<int32_t *>(tmp + x.row1);
+        int64_t *count = reinterpret_cast<int64_t *>(tmp + x.count);
+        int64_t *first = reinterpret_cast<int64_t *>(tmp + x.first);
+        void *cub_tmp = tmp + x.cub;
         const unsigned blocks = (unsigned)((M + kThreads - 1) / kThreads);
-        size_t cb = cs;
+        size_t cb = x.cub_bytes;
         sched_keys<<<blocks, kThreads, 0, s>>>(r, key0, row0, hdr);
         e = cudaGetLastError();
         if (e == cudaSuccess)
@@ -235,7 +253,7 @@ extern "C" tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t
             sched_counts<<<blocks, kThreads, 0, s>>>(r, row1, count);
             e = cudaGetLastError();
         }
-        cb = cs;
+        cb = x.cub_bytes;
         if (e == cudaSuccess)
             e = cub::DeviceScan::ExclusiveSum(cub_tmp, cb, count, first, (int)M, s);
         if (e == cudaSuccess) {
