@@ -694,6 +694,19 @@ static tcsparseStatus_t tc_plan_build(tcsparseHandle_t h, struct tcsparseSpMatDe
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+tc_csr_arrays tc_csr_arrays_of(const struct tcsparseSpMatDescr *A, int transposed)
+{
+    tc_csr_arrays csr = {0};
+    csr.nnz = A->nnz;
+    csr.offsets = A->offsets;
+    csr.indices = A->indices;
+    csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
+    csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
+    csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
+    csr.transposed = transposed;
+    return csr;
+}
+
 tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                                    struct tc_plan *p, const tc_csr_sched **out)
 {
@@ -744,11 +757,7 @@ tcsparseStatus_t tc_plan_csr_sched(tcsparseHandle_t h, const struct tcsparseSpMa
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the CUDA-core schedule (%zu bytes) does not fit "
                             "TCSPARSE_CACHE_BYTES=%zu beside the plans in use", bytes, limit);
-    const tc_csr_arrays csr = {
-        .nnz = d->nnz, .offsets = d->offsets, .indices = d->indices,
-        .offsets_64 = d->offsets_type == TCSPARSE_INDEX_64I,
-        .indices_64 = d->indices_type == TCSPARSE_INDEX_64I,
-        .base = d->base == TCSPARSE_INDEX_BASE_ONE};
+    const tc_csr_arrays csr = tc_csr_arrays_of(d, 0);
     char msg[200];
     st = tc_csr_sched_build(&csr, d->rows, h->stream, &p->csr, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS) {

@@ -87,6 +87,10 @@ void tc_plan_invalidate(struct tcsparseSpMatDescr *d);
 tcsparseStatus_t tc_plan_get(tcsparseHandle_t h, const struct tcsparseSpMatDescr *d,
                              struct tc_plan **out);
 
+/* A's CSR arrays as the CUDA-core kernels read them (transposed: the product's A is their
+ * transpose). */
+tc_csr_arrays tc_csr_arrays_of(const struct tcsparseSpMatDescr *A, int transposed);
+
 /* The CUDA-core path's schedule on p, d's current plan (d untransposed CSR), built on the
  * handle's stream on first need (one synchronisation) and counted in the plan's bytes.
  * NOT_SUPPORTED where it would exceed TCSPARSE_CACHE_BYTES or TCSPARSE_MEM_RESERVE, inside a

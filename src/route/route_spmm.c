@@ -97,21 +97,6 @@ static tc_spmm_args tc_spmm_args_of(tcsparseHandle_t h, const void *alpha,
     return a;
 }
 
-/* A's CSR arrays as the CUDA-core kernels read them (transposed: the product's A is their
- * transpose). */
-static tc_csr_arrays tc_csr_arrays_of(tcsparseConstSpMatDescr_t A, int transposed)
-{
-    tc_csr_arrays csr = {0};
-    csr.nnz = A->nnz;
-    csr.offsets = A->offsets;
-    csr.indices = A->indices;
-    csr.offsets_64 = A->offsets_type == TCSPARSE_INDEX_64I;
-    csr.indices_64 = A->indices_type == TCSPARSE_INDEX_64I;
-    csr.base = A->base == TCSPARSE_INDEX_BASE_ONE;
-    csr.transposed = transposed;
-    return csr;
-}
-
 /* An armed guard's check of A's arrays (tc_hook_spmat_guard), launched on the caller's stream
  * before a kernel that reads A through its plan; a->guard then points at its verdict, where
  * 0 makes that kernel do nothing (kernels.h) and tc_guard_finish's fallback compute C.  *gp is
@@ -151,16 +136,15 @@ static tcsparseStatus_t tc_guard_start(tcsparseHandle_t h, tcsparseConstSpMatDes
     return TCSPARSE_STATUS_SUCCESS;
 }
 
-/* After the guarded kernel's launch (st, msg its status and message): the fallback that runs
- * where the verdict is 0, and the guard's event for the next stream.  Returns the call's
- * status, its message set. */
+/* After the guarded kernel's launch (st, msg its status and message, msg msgn bytes): the
+ * fallback that runs where the verdict is 0, and the guard's event for the next stream.
+ * Returns the call's status, its message set. */
 static tcsparseStatus_t tc_guard_finish(tcsparseHandle_t h, struct tc_guard *g,
                                         const tc_spmm_args *a, const tc_csr_arrays *csr,
-                                        tcsparseStatus_t st, char *msg)
+                                        tcsparseStatus_t st, char *msg, size_t msgn)
 {
-    const size_t n = 200;
     if (st == TCSPARSE_STATUS_SUCCESS && g != NULL) {
-        st = tc_spmm_guard_fallback(a, csr, h->stream, msg, n);
+        st = tc_spmm_guard_fallback(a, csr, h->stream, msg, msgn);
         if (st != TCSPARSE_STATUS_SUCCESS)
             st = TCSPARSE_STATUS_EXECUTION_FAILED; /* the guarded kernel was launched */
         else if (!tc_stream_capturing(h->stream)) {
@@ -221,7 +205,7 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
                     d->path == TCSPARSE_PATH_TC_BALANCED ? "balanced" : "base");
         st = tc_spmm_launch(&a, h->stream, msg, sizeof msg);
     }
-    return tc_guard_finish(h, g, &a, &csr, st, msg);
+    return tc_guard_finish(h, g, &a, &csr, st, msg, sizeof msg);
 }
 
 /* The CUDA-core CSR kernel on the caller's arrays in the order of the plan's schedule (built
@@ -254,7 +238,7 @@ static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
     if (st != TCSPARSE_STATUS_SUCCESS)
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     st = tc_spmm_csr_launch(&a, &csr, sched, h->stream, msg, sizeof msg);
-    return tc_guard_finish(h, g, &a, &csr, st, msg);
+    return tc_guard_finish(h, g, &a, &csr, st, msg, sizeof msg);
 }
 
 /* The CUDA-core schedule at _preprocess, where executions may run that path (decided, or a
