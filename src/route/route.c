@@ -236,6 +236,23 @@ static void tc_sddmm_select(tcsparseHandle_t h, const tc_route_call *c, const st
         memset(r, 0, sizeof *r);
 }
 
+/* The plan of sp for the rows that run on it: SUCCESS with *plan; INVALID_VALUE where the
+ * caller's structure is wrong (cuSPARSE would compute garbage); or SUCCESS with *plan NULL and
+ * d->reason saying why there is none (the call stays on d's cuSPARSE row). */
+static tcsparseStatus_t tc_route_plan(tcsparseHandle_t h, const struct tcsparseSpMatDescr *sp,
+                                      tc_decision *d, struct tc_plan **plan)
+{
+    const tcsparseStatus_t st = tc_plan_get(h, sp, plan);
+    if (st == TCSPARSE_STATUS_INVALID_VALUE)
+        return st;
+    if (st != TCSPARSE_STATUS_SUCCESS) {
+        snprintf(d->reason, sizeof d->reason, "no plan: %s", tcsparseGetLastErrorMessage());
+        tc_error_clear();
+        *plan = NULL;
+    }
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                                  const struct tcsparseSpMatDescr *sp, const tc_call_kind *k,
                                  tc_decision *d, struct tc_plan **plan)
@@ -285,30 +302,18 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                      "which does not take the call: %s", why);
             return TCSPARSE_STATUS_SUCCESS;
         }
-        st = tc_plan_get(h, sp, plan);
-        if (st == TCSPARSE_STATUS_INVALID_VALUE)
+        st = tc_route_plan(h, sp, d, plan);
+        if (st != TCSPARSE_STATUS_SUCCESS || *plan == NULL)
             return st;
-        if (st != TCSPARSE_STATUS_SUCCESS) {
-            snprintf(d->reason, sizeof d->reason, "no plan: %s", tcsparseGetLastErrorMessage());
-            tc_error_clear();
-            *plan = NULL;
-            return TCSPARSE_STATUS_SUCCESS;
-        }
         tc_decision_take(d, csr);
         tc_str_join(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel", NULL);
         return TCSPARSE_STATUS_SUCCESS;
     }
     if (!tc_route_tc_ok(ok, c->op))
         return TCSPARSE_STATUS_SUCCESS; /* d->reason: why the tensor-core rows refused */
-    st = tc_plan_get(h, sp, plan);
-    if (st == TCSPARSE_STATUS_INVALID_VALUE)
-        return st; /* the caller's structure is wrong: cuSPARSE would compute garbage */
-    if (st != TCSPARSE_STATUS_SUCCESS) {
-        snprintf(d->reason, sizeof d->reason, "no plan: %s", tcsparseGetLastErrorMessage());
-        tc_error_clear();
-        *plan = NULL;
-        return TCSPARSE_STATUS_SUCCESS;
-    }
+    st = tc_route_plan(h, sp, d, plan);
+    if (st != TCSPARSE_STATUS_SUCCESS || *plan == NULL)
+        return st;
     const tc_measured *meas = route == TCSPARSE_ROUTE_AUTO ? tc_measured_lookup(*plan, k) : NULL;
     if (meas != NULL) { /* measured on the first executions of this kind (measure.c) */
         tc_decision_measured(d, meas, c->op, alg3_ok, alg3_mode == TC_ALG3_ALWAYS);
