@@ -270,11 +270,10 @@ tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc
         h->hook.deferred = 1;
         return TCSPARSE_STATUS_SUCCESS;
     }
-    /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model, and
-     * not for the interposer, which runs the real cuSPARSE itself (its calls cannot be timed
-     * here) */
-    if (d->ncand == 0 || plan == NULL || tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE) ||
-        tc_select_model_only())
+    /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model; on
+     * the interposer's handles, which run the real cuSPARSE themselves, the candidates are the
+     * library's own paths (route.c, tc_route_own_paths) */
+    if (d->ncand == 0 || plan == NULL || tc_select_model_only())
         return run(ctx, d, &as_planned);
     const tc_decision model = *d;
     const int pair = tc_explore_step(h, plan, k, d, alg3_ok);

@@ -253,6 +253,38 @@ static tcsparseStatus_t tc_route_plan(tcsparseHandle_t h, const struct tcsparseS
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+/* The interposer's handles (TC_HOOK_DEFER_CUSPARSE) time the real cuSPARSE against what the
+ * library runs themselves (compat/cusparse/choose.c), so there the library measures only its
+ * own paths and runs one of them: the CUDA-core kernel first where the model prefers cuSPARSE
+ * (the model has no coefficients for that kernel, and on scattered matrices it is the one that
+ * beats cuSPARSE).  Where the model prefers cuSPARSE and the kernel does not take the call,
+ * the decision stays cuSPARSE's, unmeasured.  SpMM only (SDDMM has no CUDA-core kernel: there
+ * the interposer times the route's choice as it is). */
+static void tc_route_own_paths(tc_decision *d, const tc_route_row *csr)
+{
+    int cand[TC_NCAND], n = 0;
+    const int to_cusparse = d->path == TCSPARSE_PATH_CUSPARSE;
+    if (to_cusparse) {
+        if (csr == NULL) {
+            d->ncand = 0;
+            return;
+        }
+        tc_decision_take(d, csr);
+        d->ra.kind = 0;
+        snprintf(d->reason, sizeof d->reason, "CUDA cores, timed against the real cuSPARSE by "
+                 "the interposer (the model prefers cuSPARSE to the tensor cores)");
+        cand[n++] = TC_SEL_CAND_CSR;
+    }
+    for (int i = 0; i < d->ncand; i++) {
+        const int k = d->cand[i];
+        if (k != TC_SEL_CAND_CUSPARSE && k != TC_SEL_CAND_ALG3 &&
+            !(to_cusparse && k == TC_SEL_CAND_CSR))
+            cand[n++] = k;
+    }
+    memcpy(d->cand, cand, sizeof cand[0] * (size_t)n);
+    d->ncand = n;
+}
+
 tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                                  const struct tcsparseSpMatDescr *sp, const tc_call_kind *k,
                                  tc_decision *d, struct tc_plan **plan)
@@ -363,5 +395,11 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     if (route == TCSPARSE_ROUTE_AUTO && !alg3_pinned)
         d->ncand = tc_select_explore_candidates(&cfg, &r, unfitted ? 1e30 : tc_explore_factor(),
                                                 d->cand, d->pred);
+    if (route == TCSPARSE_ROUTE_AUTO && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)) {
+        if (sddmm)
+            d->ncand = 0; /* the interposer times the route's choice against cuSPARSE */
+        else
+            tc_route_own_paths(d, csr_ok ? csr : NULL);
+    }
     return TCSPARSE_STATUS_SUCCESS;
 }
