@@ -112,10 +112,12 @@ struct tcsparseContext {
     /* What the handle's caller asked through include/tcsparse_hook.h (the cuSPARSE
      * interposer): mode, TC_HOOK_* bits (0: the library's ordinary behaviour), read through
      * tc_hook_on; deferred, whether the last execute or preprocess left its cuSPARSE work to
-     * the caller (tc_hook_deferred). */
+     * the caller (tc_hook_deferred); learning, whether the last execute ran while the route
+     * was still measuring its kind of call (tc_hook_learning). */
     struct {
         unsigned mode;
         int deferred;
+        int learning;
     } hook;
     /* CSR_ALG3 workspaces for the cuSPARSE route (fallback.c), freed at destroy.  Kept per
      * handle: a handle's calls are ordered on its stream, so a workspace is never used by two

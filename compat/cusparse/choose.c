@@ -8,9 +8,12 @@
  * few of the real cuSPARSE's, interleaved, with CUDA events on the caller's stream.  Nothing
  * waits for them: each call reads the samples that have completed (cudaEventQuery), and once
  * there are TC_CHOICE_CU of cuSPARSE and TC_CHOICE_TC of tcsparse the kind keeps the faster
- * (the fastest sample of each: tcsparse's first executions include the route's own tuning of
- * its kernels, whose slower variants are not what it settles on).  Inside a stream capture
- * nothing is timed (events of a capture cannot be read) and the choice so far applies. */
+ * (the fastest sample of each).  tcsparse's samples count only once its route has settled
+ * on the kind (tc_hook_learning: its own measurement of candidates, kernel tuning and late
+ * ordering are over), since until then it runs paths it will not keep; a route that has
+ * not settled after TC_CHOICE_LEARN calls has its calls counted as they are.  cuSPARSE's
+ * samples follow tcsparse's.  Inside a stream capture nothing is timed (events of a capture
+ * cannot be read) and the choice so far applies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,15 @@
 
 #include "shim.h"
 
-enum { TC_CHOICE_CU = 3, TC_CHOICE_TC = 6, TC_CHOICE_SLOTS = TC_CHOICE_CU + TC_CHOICE_TC + 3 };
+enum {
+    TC_CHOICE_CU = 3,
+    TC_CHOICE_TC = 6,
+    TC_CHOICE_SLOTS = TC_CHOICE_CU + TC_CHOICE_TC + 3,
+    /* calls of a kind while tcsparse's route learns, after which its samples count anyway:
+     * the route's measurement and tuning take about 20 calls, each round of late ordering
+     * at most TC_LATE_MAX_CALLS (64) */
+    TC_CHOICE_LEARN = 192
+};
 
 typedef struct {
     cudaEvent_t start, stop;
@@ -32,6 +43,7 @@ struct tc_choice {
     int state;                  /* TC_CHOICE_* */
     int issued[2], done[2];     /* per path */
     float best[2];              /* fastest completed sample per path, ms */
+    int learning;               /* tcsparse's calls not counted: its route still measuring */
     int device;
     int have_events;
     tc_sample s[TC_CHOICE_SLOTS];
@@ -128,8 +140,8 @@ int tc_choice_poll(tc_choice *c, int read)
 
 int tc_choice_next(const tc_choice *c)
 {
-    /* tcsparse first (its plan just built, its tuning to run), then cuSPARSE every other
-     * call until it has its samples */
+    /* tcsparse first (its plan just built, its route to settle: issued counts only the
+     * samples kept), then cuSPARSE every other call until it has its samples */
     const int cu = c->issued[TC_PATH_CUSPARSE], tc = c->issued[TC_PATH_TCSPARSE];
     return cu < TC_CHOICE_CU && tc > 2 * cu ? TC_PATH_CUSPARSE : TC_PATH_TCSPARSE;
 }
@@ -191,6 +203,14 @@ void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok)
     c->issued[s->path]--;
 }
 
+int tc_choice_route_learning(tc_choice *c)
+{
+    if (c->learning >= TC_CHOICE_LEARN)
+        return 0;
+    c->learning++;
+    return 1;
+}
+
 void tc_choice_settle(tc_choice *c)
 {
     c->state = TC_CHOICE_ROUTE;
@@ -201,8 +221,9 @@ void tc_choice_describe(const tc_choice *c, char *out, size_t n)
     if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
         snprintf(out, n, "not measured: the route's own decision");
     else if (c->state == TC_CHOICE_MEASURING)
-        snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d",
-                 c->done[TC_PATH_CUSPARSE], TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC);
+        snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d (%d calls "
+                 "uncounted: tcsparse's route measuring)", c->done[TC_PATH_CUSPARSE],
+                 TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC, c->learning);
     else
         snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
                  c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],

@@ -279,7 +279,9 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         if (deferred && c->have_shape)
             tc_verdict_set_cusparse(&e->sig, &c->shape, why); /* the route's own decision */
         if (ch != NULL) {
-            tc_choice_stop(ch, slot, stream, done);
+            int learning = 0;
+            (void)tc_hook_learning(h, &learning);
+            tc_choice_stop(ch, slot, stream, done && !(learning && tc_choice_route_learning(ch)));
             slot = -1;
             if (!done)
                 tc_choice_settle(ch); /* the route sent it to cuSPARSE itself */

@@ -123,6 +123,10 @@ int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
 /* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
  * dropped). */
 void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok);
+/* The call tcsparse just ran belongs to its route's own measurement (tc_hook_learning): 1
+ * when its sample must be dropped (the first TC_CHOICE_LEARN such calls of the kind), 0 when
+ * it counts. */
+int tc_choice_route_learning(tc_choice *c);
 /* Stops measuring: the route's own decisions stand (it sent the call to cuSPARSE itself). */
 void tc_choice_settle(tc_choice *c);
 /* The kind's state in words, for the log. */

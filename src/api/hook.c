@@ -35,6 +35,18 @@ tcsparseStatus_t tc_hook_deferred(tcsparseHandle_t handle, int *deferred)
     return TCSPARSE_STATUS_SUCCESS;
 }
 
+tcsparseStatus_t tc_hook_learning(tcsparseHandle_t handle, int *learning)
+{
+    tc_error_clear();
+    if (!tc_handle_ok(handle))
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE,
+                            "tc_hook_learning: handle is NULL or not a live tcsparse handle");
+    if (learning == NULL)
+        return tc_error_set(TCSPARSE_STATUS_INVALID_VALUE, "tc_hook_learning: learning is NULL");
+    *learning = handle->hook.learning;
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
 tcsparseStatus_t tc_hook_route(tcsparseHandle_t handle, tcsparseRoute_t *route)
 {
     tc_error_clear();

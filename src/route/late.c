@@ -466,6 +466,15 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     tc_late_note(h, tail);
 }
 
+int tc_late_pending(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
+                    const tc_decision *dec)
+{
+    const struct tc_late *l = &d->late;
+    return l->state == TCSPARSE_LATE_TRIAL ||
+           (l->state == TCSPARSE_LATE_WAITING && ran != NULL && ran == d->plan &&
+            tc_path_on_plan(dec->path));
+}
+
 void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
                  const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st)
 {

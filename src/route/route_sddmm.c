@@ -128,6 +128,7 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
     h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    h->hook.learning = 0;
     st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {
@@ -179,10 +180,13 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {
         tc_late_end(h, C, NULL, &k, &d, st);
+        h->hook.learning = 0;
         return st;
     }
     tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
     st = tc_route_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
     tc_late_end(h, C, plan, &k, &d, st);
+    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS &&
+                       (d.measuring || tc_late_pending(C, plan, &d));
     return st;
 }

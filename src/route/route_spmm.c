@@ -405,6 +405,7 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
     h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
+    h->hook.learning = 0;
     st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_spmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_SUCCESS && d.path == TCSPARSE_PATH_CUSPARSE && d.alg3 &&
@@ -523,6 +524,7 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     if (st != TCSPARSE_STATUS_SUCCESS) {
         if (P != NULL)
             tc_late_end(h, P, NULL, &k, &d, st);
+        h->hook.learning = 0;
         tc_spmm_view_done(A, P);
         return st;
     }
@@ -533,6 +535,8 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
     if (P != NULL)
         tc_late_end(h, P, plan, &k, &d, st);
+    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS &&
+                       (d.measuring || (P != NULL && tc_late_pending(P, plan, &d)));
     tc_spmm_view_done(A, P);
     return st;
 }

@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "tcsparse.h"
 #include "tcsparse_ext.h"
+#include "tcsparse_hook.h"
 #include "gen.h"
 #include "testutil.h"
 #include "spmm_case.h"
@@ -213,6 +214,61 @@ Test(gpu_spmm, measuring_then_capture)
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     free(hC);
+    fp32_case_free(&q);
+    tc_csr_free(&m);
+}
+
+/* The interposer counts tcsparse's times only once the route has settled on a kind of call
+ * (tc_hook_learning, compat/cusparse/choose.c): the flag is 1 exactly on the calls whose
+ * reason shows the route still measuring (a candidate's sample, samples in flight, kernel
+ * tuning, late ordering's trial), 0 once it has settled and after a preprocess; and it is
+ * refused with a message where its arguments are bad. */
+Test(gpu_spmm, learning_flag_follows_the_measurement)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    gen_or_fail("uniform:1500:700:9", &m);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
+    fp32_case q;
+    fp32_case_make(&m, 40, &q);
+    int learning = -1;
+    cr_assert_eq(tc_hook_learning(NULL, &learning), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_eq(tc_hook_learning(q.h, NULL), TCSPARSE_STATUS_INVALID_VALUE);
+    cr_assert_not_null(strstr(tcsparseGetLastErrorMessage(), "learning is NULL"), "%s",
+                       tcsparseGetLastErrorMessage());
+    cr_assert_eq(learning, -1, "a refused call wrote its output");
+    cr_assert_eq(tc_hook_learning(q.h, &learning), 0);
+    cr_assert_eq(learning, 0, "a new handle");
+    const float alpha = 1.0f, beta = 0.0f;
+    tcsparseRouteInfo_t ri;
+    int learned = 0, settled = 0, calls = 0;
+    for (; calls < 200 && settled < 3; calls++) {
+        cr_assert_eq(tcsparseSpMM(q.h, 0, 0, &alpha, q.A, q.B, &beta, q.C, CUDA_R_32F, 0, q.buf),
+                     0, "%s", tcsparseGetLastErrorMessage());
+        cr_assert_eq(cudaStreamSynchronize(q.cs), cudaSuccess); /* samples readable next call */
+        tcsparseGetLastRoute(q.h, &ri);
+        cr_assert_eq(tc_hook_learning(q.h, &learning), 0);
+        const int shows = strncmp(ri.reason, "exploring", 9) == 0 ||
+                          strstr(ri.reason, "tuning:") != NULL ||
+                          strstr(ri.reason, "ordering: trial") != NULL;
+        cr_assert_eq(learning, shows, "call %d: learning %d, reason: %s", calls, learning,
+                     ri.reason);
+        learned += learning;
+        settled = learning ? 0 : settled + 1;
+        if (calls == 0) { /* the first call measures; a preprocess after it reads 0 */
+            cr_assert_eq(learning, 1, "the first call: %s", ri.reason);
+            cr_assert_eq(tcsparseSpMM_preprocess(q.h, 0, 0, &alpha, q.A, q.B, &beta, q.C,
+                                                 CUDA_R_32F, 0, q.buf), 0, "%s",
+                         tcsparseGetLastErrorMessage());
+            cr_assert_eq(tc_hook_learning(q.h, &learning), 0);
+            cr_assert_eq(learning, 0, "after a preprocess");
+        }
+    }
+    cr_assert_gt(learned, 0, "no call was part of a measurement");
+    cr_assert_eq(settled, 3, "still measuring after %d calls: %s", calls, ri.reason);
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
     fp32_case_free(&q);
     tc_csr_free(&m);
 }
