@@ -6,14 +6,16 @@
  * plan (the structure, the operation, the dense operands' shapes, types and orders, the
  * algorithm asked for) times its first executions: tcsparse's as the route runs them, and a
  * few of the real cuSPARSE's, interleaved, with CUDA events on the caller's stream.  Nothing
- * waits for them: each call reads the samples that have completed (cudaEventQuery), and once
- * there are TC_CHOICE_CU of cuSPARSE and TC_CHOICE_TC of tcsparse the kind keeps the faster
- * (the fastest sample of each).  tcsparse's samples count only once its route has settled
- * on the kind (tc_hook_learning: its own measurement of candidates, kernel tuning and late
- * ordering are over), since until then it runs paths it will not keep; a route that has
- * not settled after TC_CHOICE_LEARN calls has its calls counted as they are.  cuSPARSE's
- * samples follow tcsparse's.  Inside a stream capture nothing is timed (events of a capture
- * cannot be read) and the choice so far applies. */
+ * waits for them: each call reads the samples that have completed (cudaEventQuery).
+ *
+ * tcsparse's route measures its own paths on the same calls (candidates, kernel variants,
+ * late ordering: tc_hook_learning says which calls), and what it settles on is the fastest of
+ * them.  So the kind goes to cuSPARSE as soon as cuSPARSE's TC_CHOICE_CU samples beat all of
+ * tcsparse's first TC_CHOICE_TC samples, learning or not (none of its paths is faster);
+ * and it keeps tcsparse only on TC_CHOICE_TC samples of the path the route has settled on,
+ * faster than cuSPARSE's fastest.  A route still learning after TC_CHOICE_LEARN calls of
+ * the kind has its calls counted as settled.  Inside a stream capture nothing is timed
+ * (events of a capture cannot be read) and the choice so far applies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +38,16 @@ typedef struct {
     int path;    /* TC_PATH_TCSPARSE or TC_PATH_CUSPARSE */
     int pending; /* recorded, not read yet */
     int busy;    /* started, not stopped yet */
+    int counted; /* a settled route's call (always, for cuSPARSE) */
 } tc_sample;
 
 struct tc_choice {
     tc_call_shape shape;
     int state;                  /* TC_CHOICE_* */
-    int issued[2], done[2];     /* per path */
-    float best[2];              /* fastest completed sample per path, ms */
+    int issued[2], done[2];     /* per path; tcsparse's: counted samples only */
+    float best[2];              /* fastest completed counted sample per path, ms */
+    int tc_issued, tc_done;     /* tcsparse's samples, counted or not */
+    float tc_best;              /* the fastest of those, ms */
     int learning;               /* tcsparse's calls not counted: its route still measuring */
     int device;
     int have_events;
@@ -111,6 +116,14 @@ tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int crea
     return c;
 }
 
+/* s no longer counts as a sample of the settled route (or of cuSPARSE). */
+static void tc_choice_uncount(tc_choice *c, tc_sample *s)
+{
+    if (s->counted)
+        c->issued[s->path]--;
+    s->counted = 0;
+}
+
 int tc_choice_poll(tc_choice *c, int read)
 {
     if (!read || c->state != TC_CHOICE_MEASURING || !c->have_events)
@@ -126,23 +139,31 @@ int tc_choice_poll(tc_choice *c, int read)
         s->pending = 0;
         if (q != cudaSuccess || cudaEventElapsedTime(&ms, s->start, s->stop) != cudaSuccess) {
             (void)cudaGetLastError(); /* a sample lost; later calls give another */
-            c->issued[s->path]--;
+            tc_choice_uncount(c, s);
+            if (s->path == TC_PATH_TCSPARSE)
+                c->tc_issued--;
             continue;
         }
-        if (c->done[s->path]++ == 0 || ms < c->best[s->path])
+        if (s->path == TC_PATH_TCSPARSE && (c->tc_done++ == 0 || ms < c->tc_best))
+            c->tc_best = ms;
+        if (s->counted && (c->done[s->path]++ == 0 || ms < c->best[s->path]))
             c->best[s->path] = ms;
     }
-    if (c->done[TC_PATH_CUSPARSE] >= TC_CHOICE_CU && c->done[TC_PATH_TCSPARSE] >= TC_CHOICE_TC)
-        c->state = c->best[TC_PATH_TCSPARSE] < c->best[TC_PATH_CUSPARSE] ? TC_CHOICE_ROUTE
-                                                                          : TC_CHOICE_CUSPARSE;
+    if (c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
+        return c->state;
+    const float cu = c->best[TC_PATH_CUSPARSE];
+    if (c->tc_done >= TC_CHOICE_TC && c->tc_best >= cu)
+        c->state = TC_CHOICE_CUSPARSE; /* none of tcsparse's paths is faster */
+    else if (c->done[TC_PATH_TCSPARSE] >= TC_CHOICE_TC)
+        c->state = c->best[TC_PATH_TCSPARSE] < cu ? TC_CHOICE_ROUTE : TC_CHOICE_CUSPARSE;
     return c->state;
 }
 
 int tc_choice_next(const tc_choice *c)
 {
-    /* tcsparse first (its plan just built, its route to settle: issued counts only the
-     * samples kept), then cuSPARSE every other call until it has its samples */
-    const int cu = c->issued[TC_PATH_CUSPARSE], tc = c->issued[TC_PATH_TCSPARSE];
+    /* tcsparse first (its plan just built, its route to measure), then cuSPARSE every other
+     * call until it has its samples */
+    const int cu = c->issued[TC_PATH_CUSPARSE], tc = c->tc_issued;
     return cu < TC_CHOICE_CU && tc > 2 * cu ? TC_PATH_CUSPARSE : TC_PATH_TCSPARSE;
 }
 
@@ -183,24 +204,31 @@ int tc_choice_start(tc_choice *c, int path, cudaStream_t stream)
         }
         s->busy = 1;
         s->path = path;
+        s->counted = 1;
         c->issued[path]++;
+        if (path == TC_PATH_TCSPARSE)
+            c->tc_issued++;
         return i;
     }
     return -1; /* every slot waits for its sample: this call is not timed */
 }
 
-void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok)
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int counted)
 {
     if (slot < 0)
         return;
     tc_sample *s = &c->s[slot];
     s->busy = 0;
+    if (!counted)
+        tc_choice_uncount(c, s);
     if (ok && cudaEventRecord(s->stop, stream) == cudaSuccess) {
         s->pending = 1;
         return;
     }
     (void)cudaGetLastError();
-    c->issued[s->path]--;
+    tc_choice_uncount(c, s);
+    if (s->path == TC_PATH_TCSPARSE)
+        c->tc_issued--;
 }
 
 int tc_choice_route_learning(tc_choice *c)
@@ -221,9 +249,14 @@ void tc_choice_describe(const tc_choice *c, char *out, size_t n)
     if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
         snprintf(out, n, "not measured: the route's own decision");
     else if (c->state == TC_CHOICE_MEASURING)
-        snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d (%d calls "
-                 "uncounted: tcsparse's route measuring)", c->done[TC_PATH_CUSPARSE],
-                 TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC, c->learning);
+        snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d on its "
+                 "settled route (and %d while the route measured its paths)",
+                 c->done[TC_PATH_CUSPARSE], TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC,
+                 c->tc_done - c->done[TC_PATH_TCSPARSE]);
+    else if (c->done[TC_PATH_TCSPARSE] < TC_CHOICE_TC)
+        snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and of "
+                 "%d while its route measured its paths)", c->best[TC_PATH_CUSPARSE], c->tc_best,
+                 c->done[TC_PATH_CUSPARSE], c->tc_done);
     else
         snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
                  c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],

@@ -121,11 +121,12 @@ int tc_choice_next(const tc_choice *c);
 /* Times this call on `stream` for `path`: a slot for tc_choice_stop, or -1 (not timed). */
 int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
 /* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
- * dropped). */
-void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok);
+ * dropped).  counted = 0: a tcsparse call its route ran while still measuring its own paths
+ * (tc_choice_route_learning), which can only send the kind to cuSPARSE. */
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int counted);
 /* The call tcsparse just ran belongs to its route's own measurement (tc_hook_learning): 1
- * when its sample must be dropped (the first TC_CHOICE_LEARN such calls of the kind), 0 when
- * it counts. */
+ * when its sample must not count as the settled route's (the first TC_CHOICE_LEARN such
+ * calls of the kind), 0 when it counts. */
 int tc_choice_route_learning(tc_choice *c);
 /* Stops measuring: the route's own decisions stand (it sent the call to cuSPARSE itself). */
 void tc_choice_settle(tc_choice *c);
