@@ -33,8 +33,10 @@ enum {
     /* Where the route picks cuSPARSE, SpMM/SDDMM execute and preprocess record the decision
      * (tcsparseGetLastRoute) and return SUCCESS without calling cuSPARSE; tc_hook_deferred
      * then says 1, and the caller runs cuSPARSE itself.  Nothing is measured against cuSPARSE
-     * on such a handle (the caller's cuSPARSE calls cannot be timed), and the route keeps
-     * cuSPARSE's default algorithm (no CSR_ALG3 workspace of its own). */
+     * on such a handle (the caller's cuSPARSE calls cannot be timed): the automatic route
+     * measures the library's own SpMM paths only, the CUDA-core kernel first where the model
+     * prefers cuSPARSE, and keeps cuSPARSE's default algorithm (no CSR_ALG3 workspace of its
+     * own). */
     TC_HOOK_DEFER_CUSPARSE = 1u,
     /* The route writes no TCSPARSE_LOG line: the caller prints its own. */
     TC_HOOK_QUIET = 2u,
