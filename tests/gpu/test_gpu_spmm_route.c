@@ -147,6 +147,25 @@ static void fp32_case_free(fp32_case *p)
     free(p->ref);
 }
 
+/* A uniform matrix (1500 x 700, 9 a row) as an fp32_case at N = 40, with every applicable
+ * path a candidate of the automatic route's measurement (TCSPARSE_X_EXPLORE_FACTOR), and its
+ * teardown. */
+static void explored_case(tc_csr *m, fp32_case *q)
+{
+    gen_or_fail("uniform:1500:700:9", m);
+    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
+    tc_config_reload();
+    fp32_case_make(m, 40, q);
+}
+
+static void explored_case_free(tc_csr *m, fp32_case *q)
+{
+    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
+    tc_config_reload();
+    fp32_case_free(q);
+    tc_csr_free(m);
+}
+
 /* A measurement in progress must not disturb a stream capture: samples recorded before the
  * capture are not read inside it (an event query there invalidates a global-mode capture),
  * the captured call takes the model's path, the graph replays correctly, and the
@@ -155,11 +174,8 @@ Test(gpu_spmm, measuring_then_capture)
 {
     TC_REQUIRE_GPU();
     tc_csr m;
-    gen_or_fail("uniform:1500:700:9", &m);
-    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
-    tc_config_reload();
     fp32_case q;
-    fp32_case_make(&m, 40, &q);
+    explored_case(&m, &q);
     const int64_t M = q.M, N = q.N;
     tcsparseHandle_t h = q.h;
     tcsparseSpMatDescr_t A = q.A;
@@ -209,13 +225,10 @@ Test(gpu_spmm, measuring_then_capture)
         tcsparseGetLastRoute(h, &ri);
     } while (strncmp(ri.reason, "measured on", 11) != 0 && ++calls < 20);
     cr_assert(strncmp(ri.reason, "measured on", 11) == 0, "did not settle: %s", ri.reason);
-    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
-    tc_config_reload();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     free(hC);
-    fp32_case_free(&q);
-    tc_csr_free(&m);
+    explored_case_free(&m, &q);
 }
 
 /* The interposer counts tcsparse's times only once the route has settled on a kind of call
@@ -227,11 +240,8 @@ Test(gpu_spmm, learning_flag_follows_the_measurement)
 {
     TC_REQUIRE_GPU();
     tc_csr m;
-    gen_or_fail("uniform:1500:700:9", &m);
-    setenv("TCSPARSE_X_EXPLORE_FACTOR", "1e9", 1);
-    tc_config_reload();
     fp32_case q;
-    fp32_case_make(&m, 40, &q);
+    explored_case(&m, &q);
     int learning = -1;
     cr_assert_eq(tc_hook_learning(NULL, &learning), TCSPARSE_STATUS_INVALID_VALUE);
     cr_assert_eq(tc_hook_learning(q.h, NULL), TCSPARSE_STATUS_INVALID_VALUE);
@@ -267,10 +277,7 @@ Test(gpu_spmm, learning_flag_follows_the_measurement)
     }
     cr_assert_gt(learned, 0, "no call was part of a measurement");
     cr_assert_eq(settled, 3, "still measuring after %d calls: %s", calls, ri.reason);
-    unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
-    tc_config_reload();
-    fp32_case_free(&q);
-    tc_csr_free(&m);
+    explored_case_free(&m, &q);
 }
 
 /* The kernel forms the launcher only takes when a tuning knob asks (docs/configuration.md):
