@@ -116,6 +116,18 @@ tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int crea
     return c;
 }
 
+int tc_choice_verdict(int cu_done, float cu_best, int tc_done, float tc_best, int settled_done,
+                      float settled_best)
+{
+    if (cu_done < TC_CHOICE_CU)
+        return TC_CHOICE_MEASURING;
+    if (tc_done >= TC_CHOICE_TC && tc_best >= cu_best)
+        return TC_CHOICE_CUSPARSE; /* none of tcsparse's paths is faster */
+    if (settled_done >= TC_CHOICE_TC)
+        return settled_best < cu_best ? TC_CHOICE_ROUTE : TC_CHOICE_CUSPARSE;
+    return TC_CHOICE_MEASURING;
+}
+
 /* s no longer counts as a sample of the settled route (or of cuSPARSE). */
 static void tc_choice_uncount(tc_choice *c, tc_sample *s)
 {
@@ -149,13 +161,8 @@ int tc_choice_poll(tc_choice *c, int read)
         if (s->counted && (c->done[s->path]++ == 0 || ms < c->best[s->path]))
             c->best[s->path] = ms;
     }
-    if (c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
-        return c->state;
-    const float cu = c->best[TC_PATH_CUSPARSE];
-    if (c->tc_done >= TC_CHOICE_TC && c->tc_best >= cu)
-        c->state = TC_CHOICE_CUSPARSE; /* none of tcsparse's paths is faster */
-    else if (c->done[TC_PATH_TCSPARSE] >= TC_CHOICE_TC)
-        c->state = c->best[TC_PATH_TCSPARSE] < cu ? TC_CHOICE_ROUTE : TC_CHOICE_CUSPARSE;
+    c->state = tc_choice_verdict(c->done[TC_PATH_CUSPARSE], c->best[TC_PATH_CUSPARSE], c->tc_done,
+                                 c->tc_best, c->done[TC_PATH_TCSPARSE], c->best[TC_PATH_TCSPARSE]);
     return c->state;
 }
 

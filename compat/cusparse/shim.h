@@ -110,6 +110,13 @@ typedef struct tc_choice tc_choice;
 enum { TC_CHOICE_MEASURING, TC_CHOICE_ROUTE, TC_CHOICE_CUSPARSE }; /* a kind's state */
 enum { TC_PATH_TCSPARSE = 0, TC_PATH_CUSPARSE = 1 };                /* who runs a call */
 
+/* A kind's verdict (TC_CHOICE_*) from its completed samples, counts and fastest (ms):
+ * cuSPARSE's; all of tcsparse's; those of tcsparse's settled route (a subset).  MEASURING
+ * until cuSPARSE has TC_CHOICE_CU (3); then CUSPARSE where TC_CHOICE_TC (6) of tcsparse's,
+ * settled or not, are none of them faster; else, on 6 settled ones, ROUTE where their
+ * fastest is faster, CUSPARSE where not. */
+int tc_choice_verdict(int cu_done, float cu_best, int tc_done, float tc_best, int settled_done,
+                      float settled_best);
 /* The kind's record in *list (moved to its front), made when `create`; NULL if none. */
 tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int create);
 void tc_choice_free_all(tc_choice **list);
