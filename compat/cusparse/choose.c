@@ -10,10 +10,11 @@
  *
  * tcsparse's route measures its own paths on the same calls (candidates, kernel variants,
  * late ordering: tc_hook_learning says which calls), and what it settles on is the fastest of
- * them.  So the kind goes to cuSPARSE as soon as cuSPARSE's TC_CHOICE_CU samples beat all of
- * tcsparse's first TC_CHOICE_TC samples, learning or not (none of its paths is faster);
- * and it keeps tcsparse only on TC_CHOICE_TC samples of the path the route has settled on,
- * faster than cuSPARSE's fastest.  A route still learning after TC_CHOICE_LEARN calls of
+ * them.  So the kind goes to cuSPARSE as soon as cuSPARSE's TC_CHOICE_CU samples beat every
+ * one of tcsparse's samples so far, at least TC_CHOICE_TC of them, learning or not: the paths
+ * those samples ran all lose (the route samples its candidates three at a time, so with
+ * three candidates or more the last may not have run yet); and it keeps tcsparse only on
+ * TC_CHOICE_TC samples of the path the route has settled on, faster than cuSPARSE's fastest.  A route still learning after TC_CHOICE_LEARN calls of
  * the kind has its calls counted as settled.  Inside a stream capture nothing is timed
  * (events of a capture cannot be read) and the choice so far applies. */
 #include <stdint.h>
@@ -253,17 +254,16 @@ void tc_choice_settle(tc_choice *c)
 
 void tc_choice_describe(const tc_choice *c, char *out, size_t n)
 {
-    if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_CUSPARSE] < TC_CHOICE_CU)
-        snprintf(out, n, "not measured: the route's own decision");
-    else if (c->state == TC_CHOICE_MEASURING)
+    if (c->state == TC_CHOICE_MEASURING)
         snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d on its "
                  "settled route (and %d while the route measured its paths)",
                  c->done[TC_PATH_CUSPARSE], TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC,
                  c->tc_done - c->done[TC_PATH_TCSPARSE]);
+    else if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_TCSPARSE] < TC_CHOICE_TC)
+        snprintf(out, n, "not measured: the route's own decision");
     else if (c->done[TC_PATH_TCSPARSE] < TC_CHOICE_TC)
-        snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and of "
-                 "%d while its route measured its paths)", c->best[TC_PATH_CUSPARSE], c->tc_best,
-                 c->done[TC_PATH_CUSPARSE], c->tc_done);
+        snprintf(out, n, "measured: cuSPARSE %.4f ms, faster than all %d of tcsparse's samples "
+                 "so far (fastest %.4f ms)", c->best[TC_PATH_CUSPARSE], c->tc_done, c->tc_best);
     else
         snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
                  c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],

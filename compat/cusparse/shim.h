@@ -112,9 +112,9 @@ enum { TC_PATH_TCSPARSE = 0, TC_PATH_CUSPARSE = 1 };                /* who runs 
 
 /* A kind's verdict (TC_CHOICE_*) from its completed samples, counts and fastest (ms):
  * cuSPARSE's; all of tcsparse's; those of tcsparse's settled route (a subset).  MEASURING
- * until cuSPARSE has TC_CHOICE_CU (3); then CUSPARSE where TC_CHOICE_TC (6) of tcsparse's,
- * settled or not, are none of them faster; else, on 6 settled ones, ROUTE where their
- * fastest is faster, CUSPARSE where not. */
+ * until cuSPARSE has TC_CHOICE_CU (3); then CUSPARSE where at least TC_CHOICE_TC (6) of
+ * tcsparse's, settled or not, are none of them faster; else, on 6 settled ones, ROUTE where
+ * their fastest is faster, CUSPARSE where not. */
 int tc_choice_verdict(int cu_done, float cu_best, int tc_done, float tc_best, int settled_done,
                       float settled_best);
 /* The kind's record in *list (moved to its front), made when `create`; NULL if none. */
@@ -129,7 +129,9 @@ int tc_choice_next(const tc_choice *c);
 int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
 /* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
  * dropped).  counted = 0: a tcsparse call its route ran while still measuring its own paths
- * (tc_choice_route_learning), which can only send the kind to cuSPARSE. */
+ * (tc_choice_route_learning): it counts among all of tcsparse's samples (which send the kind
+ * to cuSPARSE where none is faster, and hold it measuring where one is), not as the settled
+ * route's. */
 void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int counted);
 /* The call tcsparse just ran belongs to its route's own measurement (tc_hook_learning): 1
  * when its sample must not count as the settled route's (the first TC_CHOICE_LEARN such

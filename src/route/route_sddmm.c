@@ -121,6 +121,7 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
 {
     tc_decision d;
     struct tc_plan *plan;
+    h->hook.learning = 0; /* a preprocess measures nothing on the executions */
     tcsparseStatus_t st = tc_sddmm_decide(h, opA, opB, A, B, C, ct, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return st;
@@ -128,7 +129,6 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
     h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
-    h->hook.learning = 0;
     st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_sddmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_NOT_SUPPORTED && d.path != TCSPARSE_PATH_CUSPARSE) {

@@ -395,6 +395,7 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     tc_decision d;
     tc_route_call call;
     struct tc_plan *plan;
+    h->hook.learning = 0; /* a preprocess measures nothing on the executions */
     struct tcsparseSpMatDescr *P = tc_spmm_view(h, opA, A, C);
     tcsparseStatus_t st = tc_spmm_decide(h, &call, opA, opB, A, P, B, C, ct, alg, &d, &plan);
     if (st != TCSPARSE_STATUS_SUCCESS) {
@@ -405,7 +406,6 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
     /* cuSPARSE's own preprocessing too, so that either path can execute afterwards (the
      * interposer calls the real one itself). */
     h->hook.deferred = tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE);
-    h->hook.learning = 0;
     st = h->hook.deferred ? TCSPARSE_STATUS_SUCCESS
                      : tc_fallback_spmm_preprocess(h, opA, opB, alpha, A, B, beta, C, ct, alg, buffer);
     if (st == TCSPARSE_STATUS_SUCCESS && d.path == TCSPARSE_PATH_CUSPARSE && d.alg3 &&
