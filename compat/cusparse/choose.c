@@ -14,9 +14,10 @@
  * one of tcsparse's samples so far, at least TC_CHOICE_TC of them, learning or not: the paths
  * those samples ran all lose (the route samples its candidates three at a time, so with
  * three candidates or more the last may not have run yet); and it keeps tcsparse only on
- * TC_CHOICE_TC samples of the path the route has settled on, faster than cuSPARSE's fastest.  A route still learning after TC_CHOICE_LEARN calls of
- * the kind has its calls counted as settled.  Inside a stream capture nothing is timed
- * (events of a capture cannot be read) and the choice so far applies. */
+ * TC_CHOICE_TC samples of the path the route has settled on, faster than cuSPARSE's fastest.
+ * A route still learning after TC_CHOICE_LEARN calls of the kind has its calls counted as
+ * settled.  Inside a stream capture nothing is timed (events of a capture cannot be read)
+ * and the choice so far applies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

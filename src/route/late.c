@@ -466,9 +466,13 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     tc_late_note(h, tail);
 }
 
-int tc_late_pending(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
-                    const tc_decision *dec)
+int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
+                     const tc_decision *dec)
 {
+    if (dec->measuring)
+        return 1;
+    if (d == NULL)
+        return 0;
     const struct tc_late *l = &d->late;
     return l->state == TCSPARSE_LATE_TRIAL ||
            (l->state == TCSPARSE_LATE_WAITING && ran != NULL && ran == d->plan &&

@@ -52,11 +52,14 @@ void tc_late_begin(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const tc_ca
 void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
                  const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st);
 
-/* After tc_late_end: 1 while late ordering is still timing d's plans (a trial under way), or
- * will start a trial with the next call like this one (waiting, and this call ran on d's plan
- * on the tensor cores); the calls' times until then are not what d settles on. */
-int tc_late_pending(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
-                    const tc_decision *dec);
+/* After tc_late_end, for a call that ran decision dec on plan ran (NULL: none) of d (NULL: a
+ * call without late ordering): 1 while the route is still measuring that kind of call
+ * (dec->measuring: candidates, kernel tuning), or late ordering still times d's plans (a
+ * trial under way) or will start a trial with the next call like this one (waiting, and
+ * this call ran on d's plan on the tensor cores).  The hook's learning flag
+ * (tc_hook_learning): such a call's time is not what the kind settles on. */
+int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
+                     const tc_decision *dec);
 
 /* The descriptor's plans were dropped or its setting changed: late ordering starts over
  * (events destroyed). */

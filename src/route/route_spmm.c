@@ -535,8 +535,7 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
     if (P != NULL)
         tc_late_end(h, P, plan, &k, &d, st);
-    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS &&
-                       (d.measuring || (P != NULL && tc_late_pending(P, plan, &d)));
+    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS && tc_call_learning(P, plan, &d);
     tc_spmm_view_done(A, P);
     return st;
 }
