@@ -53,6 +53,10 @@ def parse_args():
                     "(default: one process runs all clients of a graph, one after the other)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiled runs")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per process")
+    ap.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                    help="start no process that would end past this many seconds of the run "
+                    "(judged by the longest process of its graph so far), and print the table "
+                    "of those that ran: for a run under a time limit")
     ap.add_argument("--json", default=None, help="write everything to this file")
     ap.add_argument("--cache", default="/tmp", help="folder of the graphs' .npz cache")
     ap.add_argument("--data", default=None, help="Matrix Market folder (default $TC_DATA_DIR "
@@ -260,7 +264,10 @@ def aggregate(args, procs, graph_info):
             row["allowed"] = amdahl(row["share"], row["r"])
             if row["speedup"]:
                 row["of_allowed"] = row["speedup"] / row["allowed"]
-        row["ok"] = not row["errors"] and all(len(row[s]) == args.rounds for s in args.sides)
+        short = [f"{s} {len(row[s])}" for s in args.sides if len(row[s]) != args.rounds]
+        if short and not row["errors"]:
+            row["errors"].append(f"rounds run of {args.rounds}: " + ", ".join(short))
+        row["ok"] = not row["errors"]
         out.append(row)
     return out
 
@@ -406,9 +413,18 @@ def main():
     procs = []
     done_est = 0.0
     t_run = time.perf_counter()
+    longest = {}  # graph -> seconds of its longest process so far
     for i, (job, e) in enumerate(zip(jobs, est)):
         spec, clients, rnd, side, profile = job
+        if args.deadline is not None:
+            ahead = longest.get(spec, e)
+            if time.time() - started + ahead > args.deadline:
+                print(f"deadline: {len(jobs) - i} of {len(jobs)} processes not started "
+                      f"(the next would need about {ahead:.0f} s more than the "
+                      f"{args.deadline:.0f} s allow)", flush=True)
+                break
         p = run_process(args, spec, clients, side, rnd, profile)
+        longest[spec] = max(longest.get(spec, 0.0), p["seconds"])
         procs.append(p)
         done_est += e
         elapsed = time.perf_counter() - t_run
