@@ -15,8 +15,8 @@
  * cuSPARSE's TC_CHOICE_CU samples beat TC_CHOICE_PICK samples of the route's pick (phase 0
  * or 1: the fastest of its candidates by its own timing loses), and keeps tcsparse only on
  * TC_CHOICE_TC samples of the settled route (phase 0), faster than cuSPARSE's fastest.  A
- * route still learning after TC_CHOICE_LEARN calls of the kind has its calls counted as
- * settled.  Inside a stream capture nothing is timed (events of a capture cannot be read)
+ * route still learning after TC_CHOICE_LEARN timed calls of the kind has its calls counted
+ * as settled.  Inside a stream capture nothing is timed (events of a capture cannot be read)
  * and the choice so far applies. */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ enum {
     TC_CHOICE_TC = 6,
     TC_CHOICE_PICK = 3,
     TC_CHOICE_SLOTS = TC_CHOICE_CU + TC_CHOICE_TC + 3,
-    /* calls of a kind while tcsparse's route learns, after which its samples count anyway:
+    /* timed calls of a kind while tcsparse's route learns, after which its samples count:
      * the route's measurement and tuning take about 20 calls, each round of late ordering
      * at most TC_LATE_MAX_CALLS (64) */
     TC_CHOICE_LEARN = 192
@@ -48,7 +48,7 @@ typedef struct {
 struct tc_choice {
     tc_call_shape shape;
     int state;                  /* TC_CHOICE_* */
-    int issued[2], done[2];     /* per path; tcsparse's: of phase 0 only */
+    int issued[2], done[2];     /* per path, of phase 0 (tc_choice_next reads cuSPARSE's) */
     float best[2];              /* fastest completed phase-0 sample per path, ms */
     int tc_issued, tc_done;     /* tcsparse's samples of any phase */
     float tc_best;              /* the fastest of those, ms */

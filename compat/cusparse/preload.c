@@ -281,7 +281,9 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         if (ch != NULL) {
             int learning = 0;
             (void)tc_hook_learning(h, &learning);
-            tc_choice_stop(ch, slot, stream, done, tc_choice_phase(ch, learning));
+            /* only timed calls count towards the bound on learning calls: with the host far
+             * ahead of the GPU most calls find every slot in flight */
+            tc_choice_stop(ch, slot, stream, done, slot >= 0 ? tc_choice_phase(ch, learning) : 0);
             slot = -1;
             if (!done)
                 tc_choice_settle(ch); /* the route sent it to cuSPARSE itself */

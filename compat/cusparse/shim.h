@@ -130,9 +130,10 @@ int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
 /* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
  * dropped); phase: tc_choice_phase's for a tcsparse call, 0 for cuSPARSE's. */
 void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int phase);
-/* The phase of the call tcsparse just ran, from tc_hook_learning's answer: 2 its route was
- * trying its candidate paths, 1 it ran the route's pick while tuning or late ordering went
- * on, 0 the route had settled (also once TC_CHOICE_LEARN calls of the kind were 1 or 2). */
+/* The phase of the timed call tcsparse just ran, from tc_hook_learning's answer: 2 its route
+ * was trying its candidate paths, 1 it ran the route's pick while tuning or late ordering
+ * went on, 0 the route had settled (also once TC_CHOICE_LEARN timed calls of the kind were 1
+ * or 2). */
 int tc_choice_phase(tc_choice *c, int learning);
 /* Stops measuring: the route's own decisions stand (it sent the call to cuSPARSE itself). */
 void tc_choice_settle(tc_choice *c);

@@ -398,13 +398,13 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
         d->ncand = tc_select_explore_candidates(&cfg, &r, unfitted ? 1e30 : tc_explore_factor(),
                                                 d->cand, d->pred);
     if (route == TCSPARSE_ROUTE_AUTO && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)) {
-        /* the CUDA-core kernel stands in for the model's cuSPARSE only where the interposer
-         * times it against cuSPARSE (docs/preload.md, "Measured choice"): not for SDDMM, nor
-         * with TCSPARSE_X_PRELOAD_MEASURE=0 or TCSPARSE_SELECT=model, nor inside a capture
-         * (nothing is timed there, and a graph would keep the path); there the model's
-         * decision runs unmeasured */
-        if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only() ||
-            tc_stream_capturing(h->stream))
+        /* the CUDA-core kernel stands in for the model's cuSPARSE where the interposer times
+         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not for
+         * SDDMM, nor with TCSPARSE_X_PRELOAD_MEASURE=0; nor with TCSPARSE_SELECT=model, which
+         * asks for the model's decisions.  There the model's decision runs unmeasured.
+         * Inside a capture it stands in as outside (nothing is measured there), so that a
+         * kind's decision does not depend on whether its call was captured. */
+        if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only())
             d->ncand = 0;
         else
             tc_route_own_paths(d, csr_ok ? csr : NULL);

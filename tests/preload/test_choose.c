@@ -13,11 +13,14 @@
 
 typedef struct {
     double t;
+    int call; /* the execution that recorded it */
 } stub_event;
 
 static double clock_ms;      /* the simulated GPU time */
+static int call_no;          /* executions so far */
+static int lag_calls;        /* an event completes this many executions after its record */
 static int events_ready = 1; /* 0: every recorded event is still in flight */
-static int record_fails;     /* the next cudaEventRecord calls that fail */
+static int records, fail_record = -1; /* cudaEventRecord calls so far; the one that fails */
 static int live_events;
 
 cudaError_t cudaGetDevice(int *device)
@@ -47,17 +50,16 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     (void)stream;
-    if (record_fails > 0) {
-        record_fails--;
+    if (records++ == fail_record)
         return cudaErrorInvalidResourceHandle;
-    }
     ((stub_event *)event)->t = clock_ms;
+    ((stub_event *)event)->call = call_no;
     return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event)
 {
-    (void)event;
-    return events_ready ? cudaSuccess : cudaErrorNotReady;
+    const int done = call_no - ((stub_event *)event)->call >= lag_calls;
+    return events_ready && done ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
@@ -79,6 +81,7 @@ typedef struct {
  * Returns the state read at the start of the call, as the interposer reads it. */
 static int execute(tc_choice *c, const route_call *route, int *rc, float cu_ms)
 {
+    call_no++;
     const int state = tc_choice_poll(c, 1);
     if (state != M)
         return state;
@@ -92,7 +95,7 @@ static int execute(tc_choice *c, const route_call *route, int *rc, float cu_ms)
             ++*rc;
         const int slot = tc_choice_start(c, TC_PATH_TCSPARSE, 0);
         clock_ms += r.ms;
-        tc_choice_stop(c, slot, 0, 1, tc_choice_phase(c, r.learning));
+        tc_choice_stop(c, slot, 0, 1, slot >= 0 ? tc_choice_phase(c, r.learning) : 0);
     }
     return state;
 }
@@ -107,6 +110,7 @@ static int run_kind(const route_call *route, float cu_ms, int max, int *calls)
     tc_choice *c = tc_choice_find(&list, &s, 1);
     cr_assert_not_null(c);
     int rc = 0, state = M;
+    records = 0;
     for (*calls = 0; *calls < max && (state = execute(c, route, &rc, cu_ms)) == M; ++*calls)
         ;
     char why[160];
@@ -160,6 +164,54 @@ Test(choose, settled_pick_slower_goes_to_cusparse)
     cr_expect_eq(run_kind(r, 1.0f, 400, &calls), C);
 }
 
+Test(choose, settled_route_slower_than_its_tuning_goes_to_cusparse)
+{
+    /* the pick's tuning samples beat cuSPARSE (no early verdict), the settled calls do not */
+    route_call r[32];
+    route_of(r, 1.2f, 1.1f, 0.9f, 0.9f);
+    r[15] = (route_call){1.05f, 0};
+    int calls;
+    cr_expect_eq(run_kind(r, 1.0f, 400, &calls), C, "after %d calls", calls);
+    cr_expect_geq(calls, 20, "decided by the settled rule, not early: %d calls", calls);
+}
+
+Test(choose, host_far_ahead_keeps_a_faster_last_candidate)
+{
+    /* the GPU 200 executions behind: the route runs its model's choice (the first candidate,
+     * phase 2) until its samples come back, then its pick */
+    static route_call r[260];
+    int n = 0;
+    for (int i = 0; i < 9; i++)
+        r[n++] = (route_call){i < 3 ? 1.2f : i < 6 ? 1.1f : 0.8f, 2};
+    while (n < 220)
+        r[n++] = (route_call){1.2f, 2};
+    for (int i = 0; i < 6; i++)
+        r[n++] = (route_call){0.8f, 1};
+    r[n++] = (route_call){0.8f, 0};
+    r[n] = (route_call){0, 0};
+    lag_calls = 200;
+    int calls;
+    const int state = run_kind(r, 1.0f, 5000, &calls);
+    lag_calls = 0;
+    cr_expect_eq(state, R, "after %d calls", calls);
+}
+
+Test(choose, lost_cusparse_and_tcsparse_samples_are_taken_again)
+{
+    route_call r[32];
+    route_of(r, 0.7f, 0.7f, 0.7f, 0.7f);
+    int calls;
+    /* records: 0, 1 start and stop of tcsparse's first call, 2, 3 cuSPARSE's first sample
+     * (tcsparse first, then cuSPARSE every other call); its stop lost */
+    fail_record = 3;
+    cr_expect_eq(run_kind(r, 1.0f, 400, &calls), R, "cuSPARSE's stop lost: after %d calls",
+                 calls);
+    fail_record = 1; /* tcsparse's first stop lost */
+    cr_expect_eq(run_kind(r, 1.0f, 400, &calls), R, "tcsparse's stop lost: after %d calls",
+                 calls);
+    fail_record = -1;
+}
+
 Test(choose, never_settling_route_is_counted_after_the_bound)
 {
     const route_call r[] = {{0.9f, 1}, {0.9f, 1}, {0, 0}}; /* the pick, tuning for ever */
@@ -178,15 +230,6 @@ Test(choose, samples_in_flight_decide_nothing)
     cr_expect_eq(run_kind(r, 1.0f, 300, &calls), M, "a verdict without a sample read");
     events_ready = 1;
     cr_expect_eq(run_kind(r, 1.0f, 300, &calls), R);
-}
-
-Test(choose, lost_samples_are_taken_again)
-{
-    route_call r[32];
-    route_of(r, 0.7f, 0.7f, 0.7f, 0.7f);
-    record_fails = 5; /* the first five records fail: those calls' samples are lost */
-    int calls;
-    cr_expect_eq(run_kind(r, 1.0f, 300, &calls), R, "after %d calls", calls);
 }
 
 /* ---- the verdict alone ------------------------------------------------------------------ */
