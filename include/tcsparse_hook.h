@@ -57,12 +57,13 @@ tcsparseStatus_t tc_hook_set_mode(tcsparseHandle_t handle, unsigned mode);
  * that call. */
 tcsparseStatus_t tc_hook_deferred(tcsparseHandle_t handle, int *deferred);
 
-/* *learning = 1 when the last SpMM/SDDMM execute on the handle (one that returned SUCCESS)
- * ran while the route was still measuring that kind of call on that matrix: a candidate's
- * sample, the kernel tuning, another kind's measurement it waits for, or late ordering's trial
- * of the matrix's plans (under way, or starting with the next such call).  Such a call's
- * time is not what the kind settles on; 0 once it has settled, and after a preprocess.  Read
- * it right after that call. */
+/* *learning says whether the last SpMM/SDDMM execute on the handle (one that returned
+ * SUCCESS) ran while the route was still measuring that kind of call on that matrix: 2 while
+ * it measures its candidate paths (the call may have run any of them, or waited for another
+ * kind's measurement); 1 while it tunes the kernel of the path it chose, or late ordering
+ * times the matrix's plans (a trial under way, or starting with the next such call); 0 once
+ * it has settled, and after a preprocess.  Only a 0 call's time is what the kind settles on;
+ * a 1 call ran the path the route chose.  Read it right after that call. */
 tcsparseStatus_t tc_hook_learning(tcsparseHandle_t handle, int *learning);
 
 /* The route in effect on the handle: the environment variable TCSPARSE_ROUTE when set,

@@ -8,15 +8,15 @@
  * few of the real cuSPARSE's, interleaved, with CUDA events on the caller's stream.  Nothing
  * waits for them: each call reads the samples that have completed (cudaEventQuery).
  *
- * tcsparse's route measures its own paths on the same calls (candidates, kernel variants,
- * late ordering: tc_hook_learning says which calls), and what it settles on is the fastest of
- * them.  So the kind goes to cuSPARSE as soon as cuSPARSE's TC_CHOICE_CU samples beat every
- * one of tcsparse's samples so far, at least TC_CHOICE_TC of them, learning or not: the paths
- * those samples ran all lose (the route samples its candidates three at a time, so with
- * three candidates or more the last may not have run yet); and it keeps tcsparse only on
- * TC_CHOICE_TC samples of the path the route has settled on, faster than cuSPARSE's fastest.
- * A route still learning after TC_CHOICE_LEARN calls of the kind has its calls counted as
- * settled.  Inside a stream capture nothing is timed (events of a capture cannot be read)
+ * tcsparse's route measures its own paths on the same calls, and tc_hook_learning says after
+ * each call how far it has come: trying its candidate paths (phase 2: the call may have run
+ * any), tuning the kernel of the path it chose or timing late ordering's plans (1: the
+ * call ran the route's pick), or settled (0).  So the kind goes to cuSPARSE as soon as
+ * cuSPARSE's TC_CHOICE_CU samples beat TC_CHOICE_PICK samples of the route's pick (phase 0
+ * or 1: the fastest of its candidates by its own timing loses), and keeps tcsparse only on
+ * TC_CHOICE_TC samples of the settled route (phase 0), faster than cuSPARSE's fastest.  A
+ * route still learning after TC_CHOICE_LEARN timed calls of the kind has its calls counted
+ * as settled.  Inside a stream capture nothing is timed (events of a capture cannot be read)
  * and the choice so far applies. */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,8 +28,9 @@
 enum {
     TC_CHOICE_CU = 3,
     TC_CHOICE_TC = 6,
+    TC_CHOICE_PICK = 3,
     TC_CHOICE_SLOTS = TC_CHOICE_CU + TC_CHOICE_TC + 3,
-    /* calls of a kind while tcsparse's route learns, after which its samples count anyway:
+    /* timed calls of a kind while tcsparse's route learns, after which its samples count:
      * the route's measurement and tuning take about 20 calls, each round of late ordering
      * at most TC_LATE_MAX_CALLS (64) */
     TC_CHOICE_LEARN = 192
@@ -40,17 +41,20 @@ typedef struct {
     int path;    /* TC_PATH_TCSPARSE or TC_PATH_CUSPARSE */
     int pending; /* recorded, not read yet */
     int busy;    /* started, not stopped yet */
-    int counted; /* a settled route's call (always, for cuSPARSE) */
+    int phase;   /* the route's (tc_choice_phase): 0 settled (always, for cuSPARSE), 1 its
+                  * pick, 2 trying its candidates; 0 until the call has told */
 } tc_sample;
 
 struct tc_choice {
     tc_call_shape shape;
     int state;                  /* TC_CHOICE_* */
-    int issued[2], done[2];     /* per path; tcsparse's: counted samples only */
-    float best[2];              /* fastest completed counted sample per path, ms */
-    int tc_issued, tc_done;     /* tcsparse's samples, counted or not */
+    int issued[2], done[2];     /* per path, of phase 0 (tc_choice_next reads cuSPARSE's) */
+    float best[2];              /* fastest completed phase-0 sample per path, ms */
+    int tc_issued, tc_done;     /* tcsparse's samples of any phase */
     float tc_best;              /* the fastest of those, ms */
-    int learning;               /* tcsparse's calls not counted: its route still measuring */
+    int pick_done;              /* tcsparse's samples of phase 0 or 1 */
+    float pick_best;            /* the fastest of those, ms */
+    int learning;               /* tcsparse's calls of phase 1 or 2 so far */
     int device;
     int have_events;
     tc_sample s[TC_CHOICE_SLOTS];
@@ -118,24 +122,33 @@ tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int crea
     return c;
 }
 
-int tc_choice_verdict(int cu_done, float cu_best, int tc_done, float tc_best, int settled_done,
-                      float settled_best)
+int tc_choice_verdict(int cu_done, float cu_best, int pick_done, float pick_best,
+                      int settled_done, float settled_best)
 {
     if (cu_done < TC_CHOICE_CU)
         return TC_CHOICE_MEASURING;
-    if (tc_done >= TC_CHOICE_TC && tc_best >= cu_best)
-        return TC_CHOICE_CUSPARSE; /* none of tcsparse's paths is faster */
+    if (pick_done >= TC_CHOICE_PICK && pick_best >= cu_best)
+        return TC_CHOICE_CUSPARSE; /* the fastest of the route's candidates loses */
     if (settled_done >= TC_CHOICE_TC)
         return settled_best < cu_best ? TC_CHOICE_ROUTE : TC_CHOICE_CUSPARSE;
     return TC_CHOICE_MEASURING;
 }
 
-/* s no longer counts as a sample of the settled route (or of cuSPARSE). */
-static void tc_choice_uncount(tc_choice *c, tc_sample *s)
+/* The sample of a call that ended in phase 2 or 1 is not the settled route's: taken out of
+ * issued[] (tc_issued keeps it). */
+static void tc_choice_set_phase(tc_choice *c, tc_sample *s, int phase)
 {
-    if (s->counted)
+    if (s->phase == 0 && phase != 0)
         c->issued[s->path]--;
-    s->counted = 0;
+    s->phase = phase;
+}
+
+/* A sample lost (not recorded, or unreadable): out of the counts. */
+static void tc_choice_lose(tc_choice *c, tc_sample *s)
+{
+    tc_choice_set_phase(c, s, 1);
+    if (s->path == TC_PATH_TCSPARSE)
+        c->tc_issued--;
 }
 
 int tc_choice_poll(tc_choice *c, int read)
@@ -153,18 +166,21 @@ int tc_choice_poll(tc_choice *c, int read)
         s->pending = 0;
         if (q != cudaSuccess || cudaEventElapsedTime(&ms, s->start, s->stop) != cudaSuccess) {
             (void)cudaGetLastError(); /* a sample lost; later calls give another */
-            tc_choice_uncount(c, s);
-            if (s->path == TC_PATH_TCSPARSE)
-                c->tc_issued--;
+            tc_choice_lose(c, s);
             continue;
         }
-        if (s->path == TC_PATH_TCSPARSE && (c->tc_done++ == 0 || ms < c->tc_best))
-            c->tc_best = ms;
-        if (s->counted && (c->done[s->path]++ == 0 || ms < c->best[s->path]))
+        if (s->path == TC_PATH_TCSPARSE) {
+            if (c->tc_done++ == 0 || ms < c->tc_best)
+                c->tc_best = ms;
+            if (s->phase <= 1 && (c->pick_done++ == 0 || ms < c->pick_best))
+                c->pick_best = ms;
+        }
+        if (s->phase == 0 && (c->done[s->path]++ == 0 || ms < c->best[s->path]))
             c->best[s->path] = ms;
     }
-    c->state = tc_choice_verdict(c->done[TC_PATH_CUSPARSE], c->best[TC_PATH_CUSPARSE], c->tc_done,
-                                 c->tc_best, c->done[TC_PATH_TCSPARSE], c->best[TC_PATH_TCSPARSE]);
+    c->state = tc_choice_verdict(c->done[TC_PATH_CUSPARSE], c->best[TC_PATH_CUSPARSE],
+                                 c->pick_done, c->pick_best, c->done[TC_PATH_TCSPARSE],
+                                 c->best[TC_PATH_TCSPARSE]);
     return c->state;
 }
 
@@ -213,7 +229,7 @@ int tc_choice_start(tc_choice *c, int path, cudaStream_t stream)
         }
         s->busy = 1;
         s->path = path;
-        s->counted = 1;
+        s->phase = 0;
         c->issued[path]++;
         if (path == TC_PATH_TCSPARSE)
             c->tc_issued++;
@@ -222,30 +238,27 @@ int tc_choice_start(tc_choice *c, int path, cudaStream_t stream)
     return -1; /* every slot waits for its sample: this call is not timed */
 }
 
-void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int counted)
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int phase)
 {
     if (slot < 0)
         return;
     tc_sample *s = &c->s[slot];
     s->busy = 0;
-    if (!counted)
-        tc_choice_uncount(c, s);
+    tc_choice_set_phase(c, s, phase);
     if (ok && cudaEventRecord(s->stop, stream) == cudaSuccess) {
         s->pending = 1;
         return;
     }
     (void)cudaGetLastError();
-    tc_choice_uncount(c, s);
-    if (s->path == TC_PATH_TCSPARSE)
-        c->tc_issued--;
+    tc_choice_lose(c, s);
 }
 
-int tc_choice_route_learning(tc_choice *c)
+int tc_choice_phase(tc_choice *c, int learning)
 {
-    if (c->learning >= TC_CHOICE_LEARN)
+    if (learning <= 0 || c->learning >= TC_CHOICE_LEARN)
         return 0;
     c->learning++;
-    return 1;
+    return learning >= 2 ? 2 : 1;
 }
 
 void tc_choice_settle(tc_choice *c)
@@ -257,14 +270,14 @@ void tc_choice_describe(const tc_choice *c, char *out, size_t n)
 {
     if (c->state == TC_CHOICE_MEASURING)
         snprintf(out, n, "measuring: cuSPARSE %d of %d samples, tcsparse %d of %d on its "
-                 "settled route (and %d while the route measured its paths)",
-                 c->done[TC_PATH_CUSPARSE], TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC,
-                 c->tc_done - c->done[TC_PATH_TCSPARSE]);
+                 "settled route (%d of its route's pick, %d in all)", c->done[TC_PATH_CUSPARSE],
+                 TC_CHOICE_CU, c->done[TC_PATH_TCSPARSE], TC_CHOICE_TC, c->pick_done, c->tc_done);
     else if (c->state == TC_CHOICE_ROUTE && c->done[TC_PATH_TCSPARSE] < TC_CHOICE_TC)
         snprintf(out, n, "not measured: the route's own decision");
     else if (c->done[TC_PATH_TCSPARSE] < TC_CHOICE_TC)
-        snprintf(out, n, "measured: cuSPARSE %.4f ms, faster than all %d of tcsparse's samples "
-                 "so far (fastest %.4f ms)", c->best[TC_PATH_CUSPARSE], c->tc_done, c->tc_best);
+        snprintf(out, n, "measured: cuSPARSE %.4f ms, faster than tcsparse's route's pick "
+                 "(fastest of %d samples %.4f ms)", c->best[TC_PATH_CUSPARSE], c->pick_done,
+                 c->pick_best);
     else
         snprintf(out, n, "measured: cuSPARSE %.4f ms, tcsparse %.4f ms (fastest of %d and %d)",
                  c->best[TC_PATH_CUSPARSE], c->best[TC_PATH_TCSPARSE], c->done[TC_PATH_CUSPARSE],

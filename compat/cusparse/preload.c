@@ -179,7 +179,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
                 slot = tc_choice_start(ch, TC_PATH_CUSPARSE, stream);
                 *real_st = tc_real_call(c);
                 const int ok = *real_st == CUSPARSE_STATUS_SUCCESS;
-                tc_choice_stop(ch, slot, stream, ok, 1);
+                tc_choice_stop(ch, slot, stream, ok, 0);
                 slot = -1;
                 if (ok) {
                     tc_choice_describe(ch, why, wn);
@@ -281,7 +281,9 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         if (ch != NULL) {
             int learning = 0;
             (void)tc_hook_learning(h, &learning);
-            tc_choice_stop(ch, slot, stream, done, !(learning && tc_choice_route_learning(ch)));
+            /* only timed calls count towards the bound on learning calls: with the host far
+             * ahead of the GPU most calls find every slot in flight */
+            tc_choice_stop(ch, slot, stream, done, slot >= 0 ? tc_choice_phase(ch, learning) : 0);
             slot = -1;
             if (!done)
                 tc_choice_settle(ch); /* the route sent it to cuSPARSE itself */
@@ -296,7 +298,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     }
 out:
     if (ch != NULL && slot >= 0)
-        tc_choice_stop(ch, slot, stream, 0, 1);
+        tc_choice_stop(ch, slot, stream, 0, 0);
     if (d1 != NULL)
         tcsparseDestroyDnMat(d1);
     if (d2 != NULL)

@@ -111,12 +111,12 @@ enum { TC_CHOICE_MEASURING, TC_CHOICE_ROUTE, TC_CHOICE_CUSPARSE }; /* a kind's s
 enum { TC_PATH_TCSPARSE = 0, TC_PATH_CUSPARSE = 1 };                /* who runs a call */
 
 /* A kind's verdict (TC_CHOICE_*) from its completed samples, counts and fastest (ms):
- * cuSPARSE's; all of tcsparse's; those of tcsparse's settled route (a subset).  MEASURING
- * until cuSPARSE has TC_CHOICE_CU (3); then CUSPARSE where at least TC_CHOICE_TC (6) of
- * tcsparse's, settled or not, are none of them faster; else, on 6 settled ones, ROUTE where
- * their fastest is faster, CUSPARSE where not. */
-int tc_choice_verdict(int cu_done, float cu_best, int tc_done, float tc_best, int settled_done,
-                      float settled_best);
+ * cuSPARSE's; tcsparse's of its route's pick (phase 0 or 1); tcsparse's of its settled route
+ * (phase 0, a subset).  MEASURING until cuSPARSE has TC_CHOICE_CU (3); then CUSPARSE where
+ * TC_CHOICE_PICK (3) of the pick's are none of them faster; else, on TC_CHOICE_TC (6)
+ * settled ones, ROUTE where their fastest is faster, CUSPARSE where not. */
+int tc_choice_verdict(int cu_done, float cu_best, int pick_done, float pick_best,
+                      int settled_done, float settled_best);
 /* The kind's record in *list (moved to its front), made when `create`; NULL if none. */
 tc_choice *tc_choice_find(tc_choice **list, const tc_call_shape *shape, int create);
 void tc_choice_free_all(tc_choice **list);
@@ -128,15 +128,13 @@ int tc_choice_next(const tc_choice *c);
 /* Times this call on `stream` for `path`: a slot for tc_choice_stop, or -1 (not timed). */
 int tc_choice_start(tc_choice *c, int path, cudaStream_t stream);
 /* Ends the timing of the slot (ok = 0: the call did not run that path; the sample is
- * dropped).  counted = 0: a tcsparse call its route ran while still measuring its own paths
- * (tc_choice_route_learning): it counts among all of tcsparse's samples (which send the kind
- * to cuSPARSE where none is faster, and hold it measuring where one is), not as the settled
- * route's. */
-void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int counted);
-/* The call tcsparse just ran belongs to its route's own measurement (tc_hook_learning): 1
- * when its sample must not count as the settled route's (the first TC_CHOICE_LEARN such
- * calls of the kind), 0 when it counts. */
-int tc_choice_route_learning(tc_choice *c);
+ * dropped); phase: tc_choice_phase's for a tcsparse call, 0 for cuSPARSE's. */
+void tc_choice_stop(tc_choice *c, int slot, cudaStream_t stream, int ok, int phase);
+/* The phase of the timed call tcsparse just ran, from tc_hook_learning's answer: 2 its route
+ * was trying its candidate paths, 1 it ran the route's pick while tuning or late ordering
+ * went on, 0 the route had settled (also once TC_CHOICE_LEARN timed calls of the kind were 1
+ * or 2). */
+int tc_choice_phase(tc_choice *c, int learning);
 /* Stops measuring: the route's own decisions stand (it sent the call to cuSPARSE itself). */
 void tc_choice_settle(tc_choice *c);
 /* The kind's state in words, for the log. */

@@ -469,6 +469,8 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
 int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
                      const tc_decision *dec)
 {
+    if (dec->exploring)
+        return 2;
     if (dec->measuring)
         return 1;
     if (d == NULL)

@@ -53,11 +53,12 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
                  const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st);
 
 /* After tc_late_end, for a call that ran decision dec on plan ran (NULL: none) of d (NULL: a
- * call without late ordering): 1 while the route is still measuring that kind of call
- * (dec->measuring: candidates, kernel tuning), or late ordering still times d's plans (a
- * trial under way) or will start a trial with the next call like this one (waiting, and
- * this call ran on d's plan on the tensor cores).  The hook's learning flag
- * (tc_hook_learning): such a call's time is not what the kind settles on. */
+ * call without late ordering): 2 while the route is still trying its candidate paths on that
+ * kind of call (dec->exploring); 1 while it tunes the kernel of its pick (dec->measuring), or
+ * late ordering still times d's plans (a trial under way) or will start a trial with the
+ * next call like this one (waiting, and this call ran on d's plan on the tensor cores); 0
+ * once settled.  The hook's learning flag (tc_hook_learning): a call's time is what the kind
+ * settles on only at 0. */
 int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
                      const tc_decision *dec);
 

@@ -181,7 +181,7 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
     if (tc_stream_capturing(h->stream))
         return -1;
     if (tc_explore_wait_other(x, kind)) {
-        d->measuring = 1; /* this kind is measured after the other */
+        d->measuring = d->exploring = 1; /* this kind is measured after the other */
         return -1; /* the model decides this call */
     }
     if (x->active && !tc_call_kind_eq(&x->kind, kind))
@@ -217,7 +217,7 @@ static int tc_explore_step_relaxed(tcsparseHandle_t h, struct tc_plan *p, const 
         return -1;
     }
     const int pair = left > 0 ? tc_explore_free_pair(x) : -1;
-    d->measuring = 1;
+    d->measuring = d->exploring = 1;
     if (pair < 0) {
         /* samples still in flight (or no events to be had): the model's choice */
         d->ra.kind = 0;

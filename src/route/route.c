@@ -258,8 +258,9 @@ static tcsparseStatus_t tc_route_plan(tcsparseHandle_t h, const struct tcsparseS
  * own paths and runs one of them: the CUDA-core kernel first where the model prefers cuSPARSE
  * (the model has no coefficients for that kernel, and on scattered matrices it is the one that
  * beats cuSPARSE).  Where the model prefers cuSPARSE and the kernel does not take the call,
- * the decision stays cuSPARSE's, unmeasured.  SpMM only (SDDMM has no CUDA-core kernel: there
- * the interposer times the route's choice as it is). */
+ * the decision stays cuSPARSE's, unmeasured, and so do the tensor-core candidates (none is
+ * measured).  SpMM only (SDDMM has no CUDA-core kernel: there the interposer times the
+ * route's choice as it is). */
 static void tc_route_own_paths(tc_decision *d, const tc_route_row *csr)
 {
     int cand[TC_NCAND], n = 0;
@@ -299,6 +300,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     d->ra.kind = 0;
     d->ncand = 0;
     d->measuring = 0;
+    d->exploring = 0;
     *plan = NULL;
     tc_select_note(h, -1.0, -1.0);
     if (route == TCSPARSE_ROUTE_CUSPARSE) {
@@ -396,8 +398,14 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
         d->ncand = tc_select_explore_candidates(&cfg, &r, unfitted ? 1e30 : tc_explore_factor(),
                                                 d->cand, d->pred);
     if (route == TCSPARSE_ROUTE_AUTO && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)) {
-        if (sddmm)
-            d->ncand = 0; /* the interposer times the route's choice against cuSPARSE */
+        /* the CUDA-core kernel stands in for the model's cuSPARSE where the interposer times
+         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not for
+         * SDDMM, nor with TCSPARSE_X_PRELOAD_MEASURE=0; nor with TCSPARSE_SELECT=model, which
+         * asks for the model's decisions.  There the model's decision runs unmeasured.
+         * Inside a capture it stands in as outside (nothing is measured there), so that a
+         * kind's decision does not depend on whether its call was captured. */
+        if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only())
+            d->ncand = 0;
         else
             tc_route_own_paths(d, csr_ok ? csr : NULL);
     }

@@ -25,6 +25,9 @@ typedef struct {
     /* this execution is part of a measurement (the route's or the kernel tuning's) or waits
      * for one: its kind of call has not settled (late.c waits for a settled call) */
     int measuring;
+    /* ... of the route's measurement of its candidate paths (not the tuning of the path it
+     * chose): the call may run any candidate */
+    int exploring;
 } tc_decision;
 
 /* Whether a path runs on the matrix's tensor-core plan (the CUDA-core kernel and cuSPARSE

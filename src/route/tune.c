@@ -145,7 +145,7 @@ static int tc_tune_begin(tcsparseHandle_t h, struct tc_plan *p, const tc_call_ki
     tc_call_kind route_key = *key;
     route_key.path = 0;
     if (p->explore.active && tc_call_kind_eq(&p->explore.kind, &route_key) &&
-        tc_route_effective(h) == TCSPARSE_ROUTE_AUTO && !tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE))
+        tc_route_effective(h) == TCSPARSE_ROUTE_AUTO)
         return -1;
     /* relaxed: another thread's global-mode capture must not be invalidated by the event
      * queries (they are not part of any capture) */
