@@ -93,7 +93,10 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
  * tensor-core SpMM execution on the descriptor (until its structure arrays are set again)
  * first launches, on the caller's stream, the fingerprint of the structure arrays and its
  * comparison with `fingerprint`; the tensor-core kernels run only where it matches, and a
- * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  The
+ * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  Before
+ * the CUDA-core kernel on its row schedule, which reads the caller's columns as they are, the
+ * row offsets alone are hashed where `fingerprint` is the last tc_hook_spmat_fingerprint of
+ * these arrays (whose offsets' part is kept).  The
  * host neither waits nor allocates on those executions.  The first call with on = 1
  * allocates (a few bytes of device memory and a pinned host word), so make it once outside
  * any stream capture (arm, then disarm with on = 0 until the guard is needed).  Guarded
