@@ -219,7 +219,8 @@ struct tcsparseSpMatDescr {
 
 /* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every
  * tensor-core SpMM on the descriptor first checks on the device that the structure arrays
- * still hash to fp, and computes from the arrays instead where they do not (route_spmm.c).
+ * still hash to fp (a CUDA-core SpMM: that the row offsets hash to fp_off, where known), and
+ * computes from the arrays instead where they do not (route_spmm.c).
  * Its memory also serves the descriptor's fingerprints (hook.c), armed or not. */
 struct tc_guard {
     int armed;

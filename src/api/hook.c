@@ -253,7 +253,7 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
             /* the offsets' part of the same computation: the structure fingerprint names */
             g->fp_off_ok = g->have_last && g->last_fp == fingerprint && g->last_off == g->off &&
                            g->last_off_bytes == g->off_bytes;
-            g->fp_off = g->last_fp_off;
+            g->fp_off = g->fp_off_ok ? g->last_fp_off : 0;
             g->gen = d->struct_gen;
             g->armed = 1;
         }

@@ -5,7 +5,9 @@
  * (tensor cores), and another one written into the same arrays (the fallback), for 32- and
  * 64-bit indices, FP32 / 3xTF32 and BF16, the base and balanced kernels, beta = 0 over a C
  * full of NaN and beta != 0, host and device scalars; the trip word; a capture in global mode
- * (no synchronisation, no allocation on a guarded execution); one descriptor on two streams. */
+ * (no synchronisation, no allocation on a guarded execution); one descriptor on two streams.
+ * The CUDA-core path checks the row offsets alone: other columns under the same offsets are
+ * computed by its kernel without a trip, other row lengths trip. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -321,6 +323,34 @@ Test(gpu_guard, cuda_core_bf16_64bit)
 {
     TC_REQUIRE_GPU();
     guard_round(1, CUDA_R_16BF, TCSPARSE_ROUTE_CUDA_CORE, 0, 0);
+}
+
+/* Armed with a fingerprint that is not the last one computed on the arrays, the CUDA-core
+ * path does not know the offsets' own fingerprint and checks both arrays: other columns under
+ * the same offsets then trip and are computed by the fallback. */
+Test(gpu_guard, cuda_core_full_check_without_offsets_fingerprint)
+{
+    TC_REQUIRE_GPU();
+    gcase g;
+    make_case(&g, 3001, 2500, 72, 0, CUDA_R_32F, 0);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_CUDA_CORE), TCSPARSE_STATUS_SUCCESS);
+    tcsparseSpMatDescr_t A = make_descr(&g);
+    products_now(h, &g, A, 1e-5, "unguarded"); /* builds the plan and its schedule */
+    uint64_t fp, fp2;
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
+    draw_columns(&g);
+    upload_structure(&g);
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp2), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_neq(fp, fp2, "other columns gave the same fingerprint");
+    cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS, "%s",
+                 tcsparseGetLastErrorMessage());
+    products_now(h, &g, A, 1e-5, "other columns, full check");
+    cr_expect_eq(tripped(A), 1, "the full check did not find the other columns");
+    tcsparseDestroySpMat(A);
+    tcsparseDestroy(h);
+    free_case(&g);
 }
 
 /* opA = TRANSPOSE: the transposed view's plan behind the same check; on a mismatch the
