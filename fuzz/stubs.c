@@ -39,10 +39,10 @@ tc_plan_layout tc_plan_layout_of(int64_t rows, int64_t cols, int64_t nnz, int ch
 
 int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
                           cudaStream_t stream, unsigned long long *dword,
-                          unsigned long long *hword, uint64_t *fp)
+                          unsigned long long *hword, uint64_t *fp, uint64_t *fp_a)
 {
     (void)a, (void)a_bytes, (void)b, (void)b_bytes, (void)stream, (void)dword, (void)hword;
-    (void)fp;
+    (void)fp, (void)fp_a;
     fprintf(stderr, "fuzz stub: tc_fingerprint_arrays called\n");
     abort();
 }

@@ -94,9 +94,12 @@ tcsparseStatus_t tc_hook_spmat_fingerprint(tcsparseConstSpMatDescr_t spMatDescr,
  * tensor-core SpMM execution on the descriptor (until its structure arrays are set again)
  * first launches, on the caller's stream, the fingerprint of the structure arrays and its
  * comparison with `fingerprint`; the tensor-core kernels run only where it matches, and a
- * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  The
- * host neither waits nor allocates on those executions.  The first call with on = 1
- * allocates (a few bytes of device memory and a pinned host word), so make it once outside
+ * CUDA-core SpMM over the caller's CSR arrays computes the product where it does not.  Before
+ * the CUDA-core kernel on its row schedule, which reads the caller's columns as they are, the
+ * row offsets alone are hashed where `fingerprint` is the last tc_hook_spmat_fingerprint
+ * computed on this descriptor, over the same offsets array (whose offsets' part is kept).
+ * The host neither waits nor allocates on those executions.  The first call with on = 1
+ * allocates (a few bytes of device memory and pinned host words), so make it once outside
  * any stream capture (arm, then disarm with on = 0 until the guard is needed).  Guarded
  * executions of one descriptor on different streams are ordered by an event (the later waits for the
  * earlier).  SDDMM executions are not guarded: check those with tc_hook_spmat_fingerprint.
@@ -108,7 +111,9 @@ tcsparseStatus_t tc_hook_spmat_guard(tcsparseConstSpMatDescr_t spMatDescr, int o
                                      uint64_t fingerprint);
 
 /* *tripped = 1 when a guarded execution on the descriptor that has completed found the arrays
- * holding another structure (the plan is stale: drop it).  Reads a host word; never waits. */
+ * holding another structure (the plan is stale: drop it).  A CUDA-core execution checks the
+ * row offsets only, so other columns under the same offsets raise nothing there (its result
+ * is right; a tensor-core execution would find them).  Reads a host word; never waits. */
 tcsparseStatus_t tc_hook_spmat_guard_tripped(tcsparseConstSpMatDescr_t spMatDescr, int *tripped);
 
 /* ---- the cuSPARSE the core calls ------------------------------------------------------- */

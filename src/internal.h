@@ -219,11 +219,21 @@ struct tcsparseSpMatDescr {
 
 /* A descriptor's device-side guard: while armed (and struct_gen unchanged since), every
  * tensor-core SpMM on the descriptor first checks on the device that the structure arrays
- * still hash to fp, and computes from the arrays instead where they do not (route_spmm.c).
+ * still hash to fp (a CUDA-core SpMM: that the row offsets hash to fp_off, where known), and
+ * computes from the arrays instead where they do not (route_spmm.c).
  * Its memory also serves the descriptor's fingerprints (hook.c), armed or not. */
 struct tc_guard {
     int armed;
     uint64_t fp;
+    /* The row offsets' own fingerprint, for the CUDA-core path, which reads the caller's
+     * columns as they are and depends on the offsets alone (its row schedule): known
+     * (fp_off_ok) where fp is the last fingerprint computed on these arrays (last_*). */
+    uint64_t fp_off;
+    int fp_off_ok;
+    uint64_t last_fp, last_fp_off;
+    const void *last_off;
+    size_t last_off_bytes;
+    int have_last;
     uint64_t gen;                   /* the descriptor's struct_gen when armed */
     const void *off, *idx;          /* the arrays checked, and their bytes */
     size_t off_bytes, idx_bytes;
@@ -237,7 +247,8 @@ struct tc_guard {
     int has_last;
     struct tc_guard_dev_s *dev;     /* tc_guard_dev (kernels.h), device memory */
     volatile int *tripped;          /* pinned host word the check raises on a mismatch */
-    unsigned long long *host_fp;    /* pinned, beside tripped: tc_hook_spmat_fingerprint's */
+    unsigned long long *host_fp;    /* pinned, two words beside tripped:
+                                     * tc_hook_spmat_fingerprint's */
 };
 /* Frees d->guard (descriptor destruction, under mu). */
 void tc_guard_free(struct tcsparseSpMatDescr *d);

@@ -6,7 +6,8 @@
 //    caller's stream and compares it there, so that the kernels launched after it can choose
 //    between the plan and the caller's arrays without the host waiting.
 // Both compute the same function: sum over each array's 32-bit words w_i of
-// mix(w_i + salt + i * golden), xor the two byte counts.
+// mix(w_i + salt + i * golden), xor the two byte counts.  The first array alone (the row
+// offsets, b NULL) is the offsets' own fingerprint, which the CUDA-core path checks.
 #include <cstdint>
 #include <cstdio>
 
@@ -130,9 +131,9 @@ extern "C" tcsparseStatus_t tc_guard_check_launch(const void *a, size_t a_bytes,
 extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b,
                                      size_t b_bytes, cudaStream_t stream,
                                      unsigned long long *dword, unsigned long long *hword,
-                                     uint64_t *fp)
+                                     uint64_t *fp, uint64_t *fp_a)
 {
-    if (cudaMemsetAsync(dword, 0, sizeof *dword, stream) != cudaSuccess)
+    if (cudaMemsetAsync(dword, 0, 2 * sizeof *dword, stream) != cudaSuccess)
         goto fail;
     for (int part = 0; part < 2; part++) {
         const void *p = part == 0 ? a : b;
@@ -141,15 +142,17 @@ extern "C" int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *
             continue;
         tc_fingerprint_kernel<<<tc_fp_blocks(n), 256, 0, stream>>>(
             static_cast<const uint32_t *>(p), n, part == 0 ? kSaltA : kSaltB,
-            dword);
+            dword + part);
         if (cudaGetLastError() != cudaSuccess)
             goto fail;
     }
-    if (cudaMemcpyAsync(hword, dword, sizeof *hword, cudaMemcpyDeviceToHost,
+    if (cudaMemcpyAsync(hword, dword, 2 * sizeof *hword, cudaMemcpyDeviceToHost,
                         stream) != cudaSuccess ||
         cudaStreamSynchronize(stream) != cudaSuccess)
         goto fail;
-    *fp = (uint64_t)*hword ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
+    // the sums wrap modulo 2^64 as the check's single running sum does
+    *fp = ((uint64_t)hword[0] + (uint64_t)hword[1]) ^ ((uint64_t)a_bytes << 32) ^ (uint64_t)b_bytes;
+    *fp_a = (uint64_t)hword[0] ^ ((uint64_t)a_bytes << 32);
     return 0;
 fail:
     (void)cudaGetLastError();

@@ -32,12 +32,13 @@ unsigned long long tc_context_id(void);
 /* ---- structure fingerprint (fingerprint.cu) ------------------------------------------ */
 
 /* Fingerprint of the bytes of two device arrays (sizes multiples of 4; either may be NULL),
- * computed on `stream` through the device word *dword and the pinned host word *hword, and
- * waited for (tc_hook_spmat_fingerprint, tcsparse_hook.h).  0 on success, -1 on any CUDA
- * error (cleared).  Calls sharing the words must not overlap. */
+ * computed on `stream` through the two device words dword[0..1] and the two pinned host
+ * words hword[0..1], and waited for (tc_hook_spmat_fingerprint, tcsparse_hook.h): *fp of both
+ * arrays, *fp_a of the first alone (what tc_guard_check_launch computes with b NULL).  0 on
+ * success, -1 on any CUDA error (cleared).  Calls sharing the words must not overlap. */
 int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
                           cudaStream_t stream, unsigned long long *dword,
-                          unsigned long long *hword, uint64_t *fp);
+                          unsigned long long *hword, uint64_t *fp, uint64_t *fp_a);
 
 /* ---- the device-side guard (fingerprint.cu, spmm/spmm_guard.cu) --------------------------- */
 
@@ -46,7 +47,7 @@ int tc_fingerprint_arrays(const void *a, size_t a_bytes, const void *b, size_t b
  * launched after it on the same stream read (1: the arrays hold the plan's structure). */
 typedef struct tc_guard_dev_s {
     unsigned long long acc;
-    unsigned long long fp; /* tc_fingerprint_arrays' device word */
+    unsigned long long fp[2]; /* tc_fingerprint_arrays' device words */
     unsigned int ticket;
     int verdict;
 } tc_guard_dev;

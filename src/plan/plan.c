@@ -545,9 +545,9 @@ static tcsparseStatus_t tc_guard_vouches(tcsparseHandle_t h, struct tcsparseSpMa
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the guarded descriptor's arrays held another structure than its "
                             "fingerprint: no plan is built");
-    uint64_t fp = 0;
+    uint64_t fp = 0, fp_off = 0;
     if (tc_fingerprint_arrays(g->off, g->off_bytes, g->idx, g->idx_bytes, h->stream,
-                              &g->dev->fp, g->host_fp, &fp) != 0)
+                              g->dev->fp, g->host_fp, &fp, &fp_off) != 0)
         return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
                             "the guarded structure could not be checked before a plan build");
     if (fp != g->fp) {

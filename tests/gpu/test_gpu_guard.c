@@ -5,7 +5,9 @@
  * (tensor cores), and another one written into the same arrays (the fallback), for 32- and
  * 64-bit indices, FP32 / 3xTF32 and BF16, the base and balanced kernels, beta = 0 over a C
  * full of NaN and beta != 0, host and device scalars; the trip word; a capture in global mode
- * (no synchronisation, no allocation on a guarded execution); one descriptor on two streams. */
+ * (no synchronisation, no allocation on a guarded execution); one descriptor on two streams.
+ * The CUDA-core path checks the row offsets alone: other columns under the same offsets are
+ * computed by its kernel without a trip, other row lengths trip. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -213,8 +215,30 @@ static int tripped(tcsparseSpMatDescr_t A)
     return t;
 }
 
+/* Products over the structure the arrays hold now (the plan's or not), both scalar kinds,
+ * beta != 0 and beta = 0 over a C full of NaN, each within the bound. */
+static void products_now(tcsparseHandle_t h, const gcase *g, tcsparseSpMatDescr_t A,
+                         double bound, const char *what)
+{
+    char kernel[64];
+    for (int dev = 0; dev < 2; dev++) {
+        reset_c(g, 0);
+        spmm(h, g, A, 1.5f, 0.5f, dev, kernel, sizeof kernel);
+        double e = check_c(g, 1.5, 0.5);
+        cr_expect_leq(e, bound, "%s, %s, %s scalars: relerr %g", what, kernel,
+                      dev ? "device" : "host", e);
+        reset_c(g, 1);
+        spmm(h, g, A, 1.0f, 0.0f, dev, kernel, sizeof kernel);
+        e = check_c(g, 1.0, 0.0);
+        cr_expect_leq(e, bound, "%s, beta 0 over NaN, %s: relerr %g", what, kernel, e);
+    }
+}
+
 /* The plan's structure (tensor cores behind a passing check), then another structure in the
- * same arrays (the check fails: the fallback computes it), for one configuration. */
+ * same arrays (the check fails: the fallback computes it), for one configuration.  The
+ * CUDA-core path depends on the row offsets alone (its row schedule) and reads the columns
+ * as they are: there other columns under the same offsets pass its check and are computed
+ * by the kernel itself, and other row lengths fail it. */
 static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int math_tf32,
                         int trans)
 {
@@ -235,34 +259,24 @@ static void guard_round(int is64, cudaDataType t, tcsparseRoute_t route, int mat
     cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS, "%s",
                  tcsparseGetLastErrorMessage());
-    for (int dev = 0; dev < 2; dev++) {
-        reset_c(&g, 0);
-        spmm(h, &g, A, 1.5f, 0.5f, dev, kernel, sizeof kernel);
-        double e = check_c(&g, 1.5, 0.5);
-        cr_expect_leq(e, bound, "guard passes, %s, %s scalars: relerr %g", kernel,
-                      dev ? "device" : "host", e);
-        reset_c(&g, 1);
-        spmm(h, &g, A, 1.0f, 0.0f, dev, kernel, sizeof kernel);
-        e = check_c(&g, 1.0, 0.0);
-        cr_expect_leq(e, bound, "guard passes, beta 0 over NaN, %s: relerr %g", kernel, e);
-    }
+    products_now(h, &g, A, bound, "guard passes");
     cr_expect_eq(tripped(A), 0, "a passing check raised the trip word");
-    /* another structure, same sizes, written into the same arrays */
+    /* the fallback and the CUDA-core kernel accumulate in FP32 from the caller's values */
+    const double fp32_bound = t == CUDA_R_32F ? 1e-5 : 2e-2;
+    const int cuda_core = route == TCSPARSE_ROUTE_CUDA_CORE;
+    /* another structure, same row lengths, written into the same arrays */
     draw_columns(&g);
     upload_structure(&g);
-    for (int dev = 0; dev < 2; dev++) {
-        reset_c(&g, 0);
-        spmm(h, &g, A, 1.5f, 0.5f, dev, kernel, sizeof kernel);
-        double e = check_c(&g, 1.5, 0.5);
-        /* the fallback accumulates in FP32 from the caller's values: FP32 accuracy */
-        cr_expect_leq(e, t == CUDA_R_32F ? 1e-5 : 2e-2,
-                      "stale plan, %s, %s scalars: relerr %g", kernel, dev ? "device" : "host", e);
-        reset_c(&g, 1);
-        spmm(h, &g, A, 1.0f, 0.0f, dev, kernel, sizeof kernel);
-        e = check_c(&g, 1.0, 0.0);
-        cr_expect_leq(e, t == CUDA_R_32F ? 1e-5 : 2e-2, "stale plan, beta 0 over NaN: %g", e);
+    products_now(h, &g, A, fp32_bound, "other columns");
+    cr_expect_eq(tripped(A), !cuda_core, "other columns under the same offsets: trip word %d",
+                 tripped(A));
+    if (cuda_core) { /* other row lengths: 10 entries of the long row 5 move to row 6 */
+        g.off[6] -= 10;
+        draw_columns(&g);
+        upload_structure(&g);
+        products_now(h, &g, A, fp32_bound, "other row lengths");
+        cr_expect_eq(tripped(A), 1, "other row offsets did not raise the trip word");
     }
-    cr_expect_eq(tripped(A), 1, "a failing check did not raise the trip word");
     /* disarmed: a setter announcing the rewrite drops the plan, and the next plan is right */
     cr_assert_eq(tc_hook_spmat_guard(A, 0, 0), TCSPARSE_STATUS_SUCCESS);
     cr_assert_eq(tcsparseCsrSetPointers(A, g.d_off, g.d_col, g.d_val), TCSPARSE_STATUS_SUCCESS);
@@ -309,6 +323,34 @@ Test(gpu_guard, cuda_core_bf16_64bit)
 {
     TC_REQUIRE_GPU();
     guard_round(1, CUDA_R_16BF, TCSPARSE_ROUTE_CUDA_CORE, 0, 0);
+}
+
+/* Armed with a fingerprint that is not the last one computed on the arrays, the CUDA-core
+ * path does not know the offsets' own fingerprint and checks both arrays: other columns under
+ * the same offsets then trip and are computed by the fallback. */
+Test(gpu_guard, cuda_core_full_check_without_offsets_fingerprint)
+{
+    TC_REQUIRE_GPU();
+    gcase g;
+    make_case(&g, 3001, 2500, 72, 0, CUDA_R_32F, 0);
+    tcsparseHandle_t h;
+    cr_assert_eq(tcsparseCreate(&h), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_eq(tcsparseSetRoute(h, TCSPARSE_ROUTE_CUDA_CORE), TCSPARSE_STATUS_SUCCESS);
+    tcsparseSpMatDescr_t A = make_descr(&g);
+    products_now(h, &g, A, 1e-5, "unguarded"); /* builds the plan and its schedule */
+    uint64_t fp, fp2;
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp), TCSPARSE_STATUS_SUCCESS);
+    draw_columns(&g);
+    upload_structure(&g);
+    cr_assert_eq(tc_hook_spmat_fingerprint(A, 0, &fp2), TCSPARSE_STATUS_SUCCESS);
+    cr_assert_neq(fp, fp2, "other columns gave the same fingerprint");
+    cr_assert_eq(tc_hook_spmat_guard(A, 1, fp), TCSPARSE_STATUS_SUCCESS, "%s",
+                 tcsparseGetLastErrorMessage());
+    products_now(h, &g, A, 1e-5, "other columns, full check");
+    cr_expect_eq(tripped(A), 1, "the full check did not find the other columns");
+    tcsparseDestroySpMat(A);
+    tcsparseDestroy(h);
+    free_case(&g);
 }
 
 /* opA = TRANSPOSE: the transposed view's plan behind the same check; on a mismatch the
