@@ -1,5 +1,6 @@
-/* tcsparse-bench-sddmm: times tcsparseSDDMM (routed, forced tensor-core base and chunked;
- * with --reorder both again on a plan with reordered rows) against cusparseSDDMM in one run,
+/* tcsparse-bench-sddmm: times tcsparseSDDMM (routed, forced tensor-core base and chunked, the
+ * forced CUDA-core kernel; with --reorder the two tensor-core ones again on a plan with
+ * reordered rows) against cusparseSDDMM in one run,
  * with CUDA events, warm-up and the median of repeated runs; prints a table and optionally
  * writes CSV.  The matrix given is C's pattern; A is
  * M x K row-major and B is K x N column-major (cuSPARSE's fastest layout and the tensor-core
@@ -20,9 +21,9 @@
 #include "util_cuda.h"
 
 /* cuSPARSE last: the variants are prepared from the last down, its result the reference */
-enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CUSPARSE, V_COUNT };
+enum { V_ROUTED, V_TC_BASE, V_TC_BAL, V_TC_BASE_R, V_TC_BAL_R, V_CUDA_CORE, V_CUSPARSE, V_COUNT };
 static const char *vname[V_COUNT] = {"routed", "tc-base", "tc-balanced", "tc-base-reordered",
-                                     "tc-balanced-reordered", "cusparse"};
+                                     "tc-balanced-reordered", "cuda-core", "cusparse"};
 static int is_reordered(int v) { return v == V_TC_BASE_R || v == V_TC_BAL_R; }
 
 static size_t tsize(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
@@ -69,8 +70,17 @@ typedef struct {
 static tcsparseRoute_t route_of(int v)
 {
     return v == V_ROUTED ? TCSPARSE_ROUTE_AUTO
+           : v == V_CUDA_CORE                   ? TCSPARSE_ROUTE_CUDA_CORE
            : v == V_TC_BASE || v == V_TC_BASE_R ? TCSPARSE_ROUTE_TC_BASE
                                                 : TCSPARSE_ROUTE_TC_BALANCED;
+}
+
+/* The path a forced variant must take to be timed as itself. */
+static tcsparsePath_t path_of(int v)
+{
+    return v == V_CUDA_CORE                     ? TCSPARSE_PATH_CUDA_CORE
+           : route_of(v) == TCSPARSE_ROUTE_TC_BASE ? TCSPARSE_PATH_TC_BASE
+                                                   : TCSPARSE_PATH_TC_BALANCED;
 }
 
 static tcsparseSpMatDescr_t descr_of(const ctx_t *c, int v)
@@ -252,11 +262,9 @@ static void bench_one(const char *input, const tc_csr *m, const char *prec, int 
             if (v == V_ROUTED) {
                 explore_calls = calls;
                 snprintf(route_kernel, sizeof route_kernel, "%s", ri.kernel);
-            } else if (ri.path != (route_of(v) == TCSPARSE_ROUTE_TC_BASE
-                                       ? TCSPARSE_PATH_TC_BASE
-                                       : TCSPARSE_PATH_TC_BALANCED)) {
+            } else if (ri.path != path_of(v)) {
                 /* a forced route falls back to cuSPARSE where the kernels cannot run: that
-                 * time must not be reported as the tensor cores' */
+                 * time must not be reported as the kernel's */
                 fprintf(stderr, "  %s: ran as %s (%s); not timed\n", vname[v], ri.kernel,
                         ri.reason);
                 continue;

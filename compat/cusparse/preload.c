@@ -222,7 +222,7 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
     /* an SpMM on an adopted plan: checked on the device by the execution itself */
     const int guarded = c->phase == TC_PH_EXEC && !c->sddmm && e->unverified && tc_shim_guard(e);
     if (c->phase == TC_PH_EXEC && e->unverified && !guarded) {
-        /* Where would the kept plan send the call?  Only the tensor cores need it checked. */
+        /* Where would the kept plan send the call?  Only tcsparse's own paths need it checked. */
         (void)tc_hook_set_mode(h, TC_SHIM_MODE | TC_HOOK_DECIDE_ONLY);
         st = tc_call_tcsparse(h, c, e, d1, d2);
         if (st != TCSPARSE_STATUS_SUCCESS) /* read before the next tcsparse call clears it */

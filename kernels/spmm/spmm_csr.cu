@@ -18,12 +18,16 @@
 #include <cstdio>
 #include <type_traits>
 #include "kernels.h"
-#include "spmm_kernel.cuh" // tc::to_f, tc::from_f, tc::guard_stops, tc::with_storage_types
+#include "spmm_kernel.cuh" // tc::to_f, from_f, guard_stops, with_storage_types, load4, ...
 
 namespace {
 
 using tc::from_f;
 using tc::guard_stops;
+using tc::load4;
+using tc::plain4;
+using tc::scalar;
+using tc::store4;
 using tc::to_f;
 
 constexpr int kThreads = 256; // threads a block
@@ -48,50 +52,6 @@ struct CsrParams { // M, K, N, nnz below 2^31 (the route's eligibility)
     const float *alpha_dev, *beta_dev;
     float alpha, beta;
 };
-
-// 4 consecutive elements as floats, and back.
-__device__ __forceinline__ void load4(const float *q, float (&x)[4])
-{
-    const float4 v = __ldg(reinterpret_cast<const float4 *>(q));
-    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
-}
-template <class T2, class T>
-__device__ __forceinline__ void load4_16(const T *q, float (&x)[4])
-{
-    const uint2 u = __ldg(reinterpret_cast<const uint2 *>(q));
-    const T2 a = *reinterpret_cast<const T2 *>(&u.x), b = *reinterpret_cast<const T2 *>(&u.y);
-    x[0] = to_f(a.x); x[1] = to_f(a.y); x[2] = to_f(b.x); x[3] = to_f(b.y);
-}
-__device__ __forceinline__ void load4(const __half *q, float (&x)[4]) { load4_16<__half2>(q, x); }
-__device__ __forceinline__ void load4(const __nv_bfloat16 *q, float (&x)[4])
-{
-    load4_16<__nv_bfloat162>(q, x);
-}
-__device__ __forceinline__ void plain4(const float *q, float (&x)[4])
-{
-    const float4 v = *reinterpret_cast<const float4 *>(q);
-    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
-}
-template <class T>
-__device__ __forceinline__ void plain4(const T *q, float (&x)[4])
-{
-    for (int i = 0; i < 4; ++i)
-        x[i] = to_f(q[i]);
-}
-__device__ __forceinline__ void store4(float *q, const float (&x)[4])
-{
-    *reinterpret_cast<float4 *>(q) = make_float4(x[0], x[1], x[2], x[3]);
-}
-template <class T>
-__device__ __forceinline__ void store4(T *q, const float (&x)[4])
-{
-    for (int i = 0; i < 4; ++i)
-        q[i] = from_f<T>(x[i]);
-}
-__device__ __forceinline__ float scalar(const float *dev, float host)
-{
-    return dev != nullptr ? *dev : host;
-}
 
 // Adds 4 values into an FP32 C atomically (a piece of a split row).
 __device__ __forceinline__ void add4(float *q, const float (&x)[4])

@@ -86,6 +86,53 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float
     return __float2bfloat16_rn(x);
 }
 
+// ---- 4 consecutive elements as floats, and back (the CUDA-core kernels: spmm_csr.cu,
+// sddmm_csr.cu).  load4 reads through the read-only cache (16 bytes for FP32, 8 for 16-bit
+// types: the pointer on that boundary); plain4 and store4 read and write C.
+__device__ __forceinline__ void load4(const float *q, float (&x)[4])
+{
+    const float4 v = __ldg(reinterpret_cast<const float4 *>(q));
+    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+}
+template <class T2, class T>
+__device__ __forceinline__ void load4_16(const T *q, float (&x)[4])
+{
+    const uint2 u = __ldg(reinterpret_cast<const uint2 *>(q));
+    const T2 a = *reinterpret_cast<const T2 *>(&u.x), b = *reinterpret_cast<const T2 *>(&u.y);
+    x[0] = to_f(a.x); x[1] = to_f(a.y); x[2] = to_f(b.x); x[3] = to_f(b.y);
+}
+__device__ __forceinline__ void load4(const __half *q, float (&x)[4]) { load4_16<__half2>(q, x); }
+__device__ __forceinline__ void load4(const __nv_bfloat16 *q, float (&x)[4])
+{
+    load4_16<__nv_bfloat162>(q, x);
+}
+__device__ __forceinline__ void plain4(const float *q, float (&x)[4])
+{
+    const float4 v = *reinterpret_cast<const float4 *>(q);
+    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+}
+template <class T>
+__device__ __forceinline__ void plain4(const T *q, float (&x)[4])
+{
+    for (int i = 0; i < 4; ++i)
+        x[i] = to_f(q[i]);
+}
+__device__ __forceinline__ void store4(float *q, const float (&x)[4])
+{
+    *reinterpret_cast<float4 *>(q) = make_float4(x[0], x[1], x[2], x[3]);
+}
+template <class T>
+__device__ __forceinline__ void store4(T *q, const float (&x)[4])
+{
+    for (int i = 0; i < 4; ++i)
+        q[i] = from_f<T>(x[i]);
+}
+__device__ __forceinline__ float scalar(const float *dev, float host)
+{
+    return dev != nullptr ? *dev : host;
+}
+
+
 __device__ __forceinline__ uint32_t tf32_bits(float x)
 {
     uint32_t r;

@@ -155,6 +155,29 @@ void tc_decision_take(tc_decision *d, const tc_route_row *r)
     tc_str_join(d->kernel, sizeof d->kernel, r->kernel, NULL);
 }
 
+void tc_decision_to_cusparse(tc_decision *d, int op)
+{
+    char why[sizeof d->reason - 16];
+    snprintf(why, sizeof why, "%s", tcsparseGetLastErrorMessage());
+    tc_error_clear();
+    tc_decision_take(d, tc_route_cusparse_row(op));
+    d->ra.kind = 0;
+    snprintf(d->reason, sizeof d->reason, "cuSPARSE; %s", why);
+}
+
+void tc_route_csr_prepare(tcsparseHandle_t h, const tc_decision *d,
+                          const struct tcsparseSpMatDescr *sp, struct tc_plan *plan)
+{
+    int wanted = d->path == TCSPARSE_PATH_CUDA_CORE;
+    for (int i = 0; i < d->ncand; i++)
+        wanted |= d->cand[i] == TC_SEL_CAND_CSR;
+    if (!wanted || plan == NULL || sp->format != TCSPARSE_FORMAT_CSR)
+        return;
+    const tc_csr_sched *sched;
+    if (tc_plan_csr_sched(h, sp, plan, &sched) != TCSPARSE_STATUS_SUCCESS)
+        tc_error_clear();
+}
+
 /* Whether call c may run as CSR_ALG3 under alg3 mode `mode` (TC_ALG3_*). */
 static int tc_alg3_allowed(const tc_route_call *c, int mode)
 {
@@ -259,8 +282,7 @@ static tcsparseStatus_t tc_route_plan(tcsparseHandle_t h, const struct tcsparseS
  * (the model has no coefficients for that kernel, and on scattered matrices it is the one that
  * beats cuSPARSE).  Where the model prefers cuSPARSE and the kernel does not take the call,
  * the decision stays cuSPARSE's, unmeasured, and so do the tensor-core candidates (none is
- * measured).  SpMM only (SDDMM has no CUDA-core kernel: there the interposer times the
- * route's choice as it is). */
+ * measured).  SpMM and SDDMM alike (each has its CUDA-core row). */
 static void tc_route_own_paths(tc_decision *d, const tc_route_row *csr)
 {
     int cand[TC_NCAND], n = 0;
@@ -328,7 +350,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
     const tc_route_row *csr = tc_route_row_of(c->op, TC_SEL_CAND_CSR);
     const int csr_ok = csr != NULL && (ok & tc_route_bit(csr));
     if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* its schedule hangs off the plan */
-        char why[128] = "SDDMM has no CUDA-core kernel";
+        char why[128] = "no CUDA-core kernel for this operation";
         if (!csr_ok) {
             if (csr != NULL)
                 (void)csr->eligible(c, why, sizeof why);
@@ -399,12 +421,12 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                                                 d->cand, d->pred);
     if (route == TCSPARSE_ROUTE_AUTO && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)) {
         /* the CUDA-core kernel stands in for the model's cuSPARSE where the interposer times
-         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not for
-         * SDDMM, nor with TCSPARSE_X_PRELOAD_MEASURE=0; nor with TCSPARSE_SELECT=model, which
-         * asks for the model's decisions.  There the model's decision runs unmeasured.
-         * Inside a capture it stands in as outside (nothing is measured there), so that a
-         * kind's decision does not depend on whether its call was captured. */
-        if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only())
+         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not with
+         * TCSPARSE_X_PRELOAD_MEASURE=0, nor with TCSPARSE_SELECT=model, which asks for the
+         * model's decisions.  There the model's decision runs unmeasured.  Inside a capture
+         * it stands in as outside (nothing is measured there), so that a kind's decision does
+         * not depend on whether its call was captured. */
+        if (!tc_config_get()->preload.measure || tc_select_model_only())
             d->ncand = 0;
         else
             tc_route_own_paths(d, csr_ok ? csr : NULL);

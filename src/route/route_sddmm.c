@@ -1,5 +1,6 @@
 /* SDDMM's entry points (route.h): the buffer size, the preprocessing and the execution of the
- * decision route.c takes for the call, the tensor-core SDDMM on C's plan or cuSPARSE. */
+ * decision route.c takes for the call: the tensor-core SDDMM on C's plan, the CUDA-core SDDMM
+ * on C's CSR arrays, or cuSPARSE. */
 #include <stdio.h>
 #include <string.h>
 #include "error.h"
@@ -39,18 +40,16 @@ static tcsparseStatus_t tc_sddmm_decide(tcsparseHandle_t h, tcsparseOperation_t 
     return tc_route_decide(h, &c, C, &k, d, plan);
 }
 
-/* As tc_spmm_tc (route_spmm.c): the executions may measure the kernel variants (tune.h). */
-static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
-                                    tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
-                                    tcsparseConstDnMatDescr_t B,
-                                    const void *beta, tcsparseSpMatDescr_t C,
-                                    struct tc_plan *plan, tc_decision *d)
+/* The kernels' arguments of this call (the tensor-core kernel's plan and chunks left unset). */
+static tc_sddmm_args tc_sddmm_args_of(tcsparseHandle_t h, const void *alpha,
+                                      tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
+                                      tcsparseConstDnMatDescr_t B, const void *beta,
+                                      tcsparseSpMatDescr_t C)
 {
     tc_sddmm_args a = {0};
     a.M = C->rows;
     a.N = C->cols;
     a.K = tc_sddmm_k(opA, A);
-    a.plan = &plan->dev;
     a.ab_type = tc_route_ab_type(A->value_type);
     a.c_type = tc_route_ab_type(C->value_type);
     a.tf32 = h->math == TCSPARSE_MATH_TF32;
@@ -60,6 +59,47 @@ static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
     a.ldb = B->ld;
     a.C = C->values;
     tc_route_scalars(h, alpha, beta, &a.alpha_dev, &a.beta_dev, &a.alpha, &a.beta);
+    return a;
+}
+
+/* The CUDA-core CSR SDDMM on the caller's arrays of C in the order of the plan's schedule
+ * (built on its first call).  NOT_SUPPORTED, nothing launched, where it does not take the call
+ * (no plan or schedule, a type or size it refuses). */
+static tcsparseStatus_t tc_sddmm_csr(tcsparseHandle_t h, const void *alpha,
+                                     tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
+                                     tcsparseConstDnMatDescr_t B, const void *beta,
+                                     tcsparseSpMatDescr_t C, struct tc_plan *plan)
+{
+    const tc_sddmm_args a = tc_sddmm_args_of(h, alpha, opA, A, B, beta, C);
+    const tc_csr_arrays csr = tc_csr_arrays_of(C, C->format != TCSPARSE_FORMAT_CSR);
+    char msg[200];
+    tcsparseStatus_t st = tc_sddmm_csr_takes(&a, &csr, msg, sizeof msg);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSDDMM: %s", msg);
+    if (a.M == 0 || a.N == 0 || C->nnz == 0)
+        return TCSPARSE_STATUS_SUCCESS; /* nothing to compute */
+    if (plan == NULL)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSDDMM: no plan for the CUDA-core schedule");
+    const tc_csr_sched *sched;
+    st = tc_plan_csr_sched(h, C, plan, &sched);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st == TCSPARSE_STATUS_INVALID_VALUE ? st : TCSPARSE_STATUS_NOT_SUPPORTED;
+    st = tc_sddmm_csr_launch(&a, &csr, sched, h->stream, msg, sizeof msg);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return tc_error_set(st, "tcsparseSDDMM: %s", msg);
+    return TCSPARSE_STATUS_SUCCESS;
+}
+
+/* As tc_spmm_tc (route_spmm.c): the executions may measure the kernel variants (tune.h). */
+static tcsparseStatus_t tc_sddmm_tc(tcsparseHandle_t h, const void *alpha,
+                                    tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
+                                    tcsparseConstDnMatDescr_t B,
+                                    const void *beta, tcsparseSpMatDescr_t C,
+                                    struct tc_plan *plan, tc_decision *d)
+{
+    tc_sddmm_args a = tc_sddmm_args_of(h, alpha, opA, A, B, beta, C);
+    a.plan = &plan->dev;
     if (d->path == TCSPARSE_PATH_TC_BALANCED) {
         a.chunks = plan->chunks;
         a.nchunks = plan->nchunks;
@@ -135,6 +175,8 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
     }
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        tc_route_csr_prepare(h, &d, C, plan);
     return st;
 }
 
@@ -157,6 +199,16 @@ static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planne
     tcsparseHandle_t h = c->h;
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     *as_planned = 1;
+    if (d->path == TCSPARSE_PATH_CUDA_CORE) {
+        st = tc_sddmm_csr(h, c->alpha, c->opA, c->A, c->B, c->beta, c->C, c->plan);
+        if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
+            tc_route_record(h, d);
+            h->hook.deferred = 0;
+            return st;
+        }
+        tc_decision_to_cusparse(d, TC_SEL_OP_SDDMM); /* nothing launched */
+        st = TCSPARSE_STATUS_SUCCESS;
+    }
     if (d->path != TCSPARSE_PATH_CUSPARSE)
         st = tc_sddmm_tc(h, c->alpha, c->opA, c->A, c->B, c->beta, c->C, c->plan, d);
     tc_route_record(h, d);

@@ -482,7 +482,7 @@ int tc_select_explore_candidates(const tc_sel_config *c, const tc_sel_result *r,
     for (int k = 0; k < TC_SEL_NCAND; k++)
         if (k != first && pred[k] >= 0.0 && pred[k] <= factor * best)
             cand[n++] = k;
-    if (c->op == TC_SEL_OP_SPMM && c->csr_ok)
+    if (c->csr_ok)
         cand[n++] = TC_SEL_CAND_CSR;
     return n;
 }

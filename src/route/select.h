@@ -68,7 +68,7 @@ typedef struct {
     int64_t chunk_blocks;     /* the plan's balanced chunk length */
     int alg3_ok;              /* SpMM: the cuSPARSE route may run CSR_ALG3 (CSR, ALG_DEFAULT
                                * asked, FP32): the model then also predicts that algorithm */
-    int csr_ok;               /* SpMM: the CUDA-core CSR kernel takes the call (table.c) */
+    int csr_ok;               /* the CUDA-core CSR kernel of op takes the call (table.c) */
     int cc;                   /* the device's compute capability x 10: the coefficient set
                                * (select.c); 0 or a GPU without a set: the first set */
 } tc_sel_config;

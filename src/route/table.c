@@ -92,6 +92,34 @@ static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
     return 1;
 }
 
+/* The CUDA-core CSR SDDMM (kernels/sddmm/sddmm_csr.cu): CSR C written through its own arrays,
+ * op(A) row-major and op(B) column-major as for the tensor-core kernel (a transposed operand
+ * is the other layout over the same array), no strided batch, the tensor-core SDDMM's types,
+ * sizes and nonzeros below 2^31, an sm_80 or newer device (the build's floor). */
+static int tc_eligible_sddmm_csr(const tc_route_call *c, char *why, size_t n)
+{
+    if (c->op != TC_SEL_OP_SDDMM || c->sp_format != TCSPARSE_FORMAT_CSR)
+        return snprintf(why, n, "the CUDA-core SDDMM takes a CSR C"), 0;
+    if (c->opA == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE ||
+        c->opB == TCSPARSE_OPERATION_CONJUGATE_TRANSPOSE)
+        return snprintf(why, n, "conjugate-transposed operand"), 0;
+    if (tc_order_after(c->opA, c->a_order) != TCSPARSE_ORDER_ROW ||
+        tc_order_after(c->opB, c->b_order) != TCSPARSE_ORDER_COL)
+        return snprintf(why, n, "layout: the kernel takes op(A) row-major and op(B) "
+                                "column-major"), 0;
+    if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
+        return snprintf(why, n, "strided batch"), 0;
+    if (!tc_types_ok(c, 0, why, n))
+        return 0;
+    if (c->sp_nnz >= (1ll << 31) - 1 || c->sp_rows >= (1ll << 31) - 1 ||
+        c->sp_cols >= (1ll << 31) - 1 || c->n >= (1ll << 31) - 1)
+        return snprintf(why, n, "sizes or nonzeros beyond 2^31"), 0;
+    if (c->cc_major < 8)
+        return snprintf(why, n, "device is sm_%d%d; the CUDA-core kernel needs sm_80 or newer",
+                        c->cc_major, c->cc_minor), 0;
+    return 1;
+}
+
 /* CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR, both operands non-transposed,
  * row-major B and C (what the model was measured on), no batch, and not for the interposer
  * (which runs the real cuSPARSE with the caller's arguments). */
@@ -122,6 +150,10 @@ static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
     "CSR A, A and B not transposed; B, C row-major with N, ldb, ldc multiples of 4 on "        \
     "4-element boundaries; no strided batch; A, B both FP32, FP16 or BF16, C FP32 or A's "     \
     "type, compute FP32; sizes and nonzeros < 2^31; sm_80+"
+#define TC_WHEN_SDDMM_CSR                                                                      \
+    "CSR C; op(A) row-major, op(B) column-major (either may be a transposed operand in the "   \
+    "other layout); no strided batch; A, B both FP32 or FP16, C FP32 or A's type, compute "    \
+    "FP32; sizes and nonzeros < 2^31; sm_80+"
 #define TC_WHEN_ALG3                                                                           \
     "ALG_DEFAULT asked; CSR A; A, B not transposed; A, B, C, compute FP32; B, C row-major; "   \
     "no strided batch; not through the interposer"
@@ -135,6 +167,7 @@ const tc_route_row tc_route_table[] = {
     {TC_SEL_OP_SPMM,  NULL,             "every call",     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_CUSPARSE, "cuSPARSE",          "cusparseSpMM"},
     {TC_SEL_OP_SDDMM, tc_eligible_tc,   TC_WHEN_SDDMM_TC, TCSPARSE_PATH_TC_BASE,     TC_SEL_CAND_BASE,     "TC base",           NULL},
     {TC_SEL_OP_SDDMM, tc_eligible_tc,   TC_WHEN_SDDMM_TC, TCSPARSE_PATH_TC_BALANCED, TC_SEL_CAND_BALANCED, "TC balanced",       NULL},
+    {TC_SEL_OP_SDDMM, tc_eligible_sddmm_csr, TC_WHEN_SDDMM_CSR, TCSPARSE_PATH_CUDA_CORE, TC_SEL_CAND_CSR, "CUDA cores",   "tc_sddmm_csr"},
     {TC_SEL_OP_SDDMM, NULL,             "every call",     TCSPARSE_PATH_CUSPARSE,    TC_SEL_CAND_CUSPARSE, "cuSPARSE",          "cusparseSDDMM"},
 };
 const int tc_route_table_rows = (int)(sizeof tc_route_table / sizeof tc_route_table[0]);

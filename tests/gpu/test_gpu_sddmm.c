@@ -65,7 +65,8 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
     const int64_t M = m->rows, N = m->cols, nnz = m->nnz, K = k->K;
     const int64_t lda = K + k->lda_pad, ldb = K + k->ldb_pad;
     const size_t is = k->idx64 ? 8 : 4;
-    const int poison = forced_tc(k->route);
+    /* the forced kernels must never read what no written nonzero uses */
+    const int poison = forced_tc(k->route) || k->route == TCSPARSE_ROUTE_CUDA_CORE;
     /* which rows and columns of C hold nonzeros */
     char *row_used = calloc((size_t)M + 1, 1), *col_used = calloc((size_t)N + 1, 1);
     for (int64_t r = 0; r < M; r++)
@@ -176,6 +177,8 @@ static double run_case(const tc_csr *m, const sddmm_case *k, const char *label, 
             cr_assert_eq(ri.path, TCSPARSE_PATH_TC_BALANCED, "%s: took %s (%s)", label, ri.kernel, ri.reason);
         if (k->route == TCSPARSE_ROUTE_TC)
             cr_assert_neq(ri.path, TCSPARSE_PATH_CUSPARSE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
+        if (k->route == TCSPARSE_ROUTE_CUDA_CORE)
+            cr_assert_eq(ri.path, TCSPARSE_PATH_CUDA_CORE, "%s: took %s (%s)", label, ri.kernel, ri.reason);
 
         cr_assert_eq(cudaMemcpy(h_val, d_val, esize(k->c) * (size_t)(nnz + SENTINELS),
                                 cudaMemcpyDeviceToHost), cudaSuccess);
@@ -309,29 +312,37 @@ Test(gpu_sddmm, wide_l1_rule)
 
 /* One dense row (a window of hundreds of blocks: many groups, split into chunks), every
  * third row empty, and K beyond one staged tile of A (FP32: 256, FP16: 512 per tile). */
-Test(gpu_sddmm, dense_row_empty_rows_long_k)
+/* 333 rows: row 17 holds every one of 4,099 columns (longer than a CUDA-core unit), every
+ * third row is empty, the others hold 2 or 3 nonzeros. */
+static void dense_row_pattern(tc_csr *m)
 {
-    TC_REQUIRE_GPU();
     const int64_t M = 333, N = 4099;
-    tc_csr m = {.rows = M, .cols = N};
-    m.row_off = calloc((size_t)M + 1, sizeof *m.row_off);
-    m.col = malloc(sizeof *m.col * (size_t)(N + M * 3));
-    m.val = malloc(sizeof *m.val * (size_t)(N + M * 3));
+    *m = (tc_csr){.rows = M, .cols = N};
+    m->row_off = calloc((size_t)M + 1, sizeof *m->row_off);
+    m->col = malloc(sizeof *m->col * (size_t)(N + M * 3));
+    m->val = malloc(sizeof *m->val * (size_t)(N + M * 3));
     int64_t e = 0;
     for (int64_t r = 0; r < M; r++) {
         if (r == 17)
             for (int64_t c = 0; c < N; c++) {
-                m.col[e] = (int32_t)c;
-                m.val[e++] = 1.0;
+                m->col[e] = (int32_t)c;
+                m->val[e++] = 1.0;
             }
         else if (r % 3 != 0)
             for (int64_t c = (r * 7) % 11; c < N; c += 1500) {
-                m.col[e] = (int32_t)c;
-                m.val[e++] = 1.0;
+                m->col[e] = (int32_t)c;
+                m->val[e++] = 1.0;
             }
-        m.row_off[r + 1] = e;
+        m->row_off[r + 1] = e;
     }
-    m.nnz = e;
+    m->nnz = e;
+}
+
+Test(gpu_sddmm, dense_row_empty_rows_long_k)
+{
+    TC_REQUIRE_GPU();
+    tc_csr m;
+    dense_row_pattern(&m);
     /* 200, 512: the pipelined kernel's longest streams (a warp carries the dense row's
      * blocks across many pairs; FP16 at its largest staged K); 600, 1100: the other kernel */
     static const int64_t ks[] = {33, 200, 512, 600, 1100};
@@ -501,7 +512,7 @@ Test(gpu_sddmm, empty_pattern)
     m.row_off = calloc(51, sizeof *m.row_off);
     m.col = malloc(sizeof *m.col);
     m.val = malloc(sizeof *m.val);
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r <= TCSPARSE_ROUTE_CUDA_CORE; r++) {
         sddmm_case k = base_case(32);
         k.route = (tcsparseRoute_t)r;
         k.beta = 0.5f;
@@ -616,6 +627,58 @@ Test(gpu_sddmm, shared_matrices, .timeout = 600)
 
 /* The automatic route measures the candidate paths (TC base, chunked, cusparseSDDMM) on the
  * first executions and keeps the fastest (src/route/route.c); each of those executions is checked. */
+/* The CUDA-core SDDMM (kernels/sddmm/sddmm_csr.cu) on the forced route, the operands' padding
+ * and the rows and columns no nonzero uses NaN: every type pair; K from 1 to 600 (every group
+ * width, several steps a lane); the 4-element loads and the scalar ones (K not a multiple of 4,
+ * padded leading dimensions); transposed operands; index widths and bases; both pointer modes;
+ * beta 0 over a NaN C and beta != 0; a row longer than a unit of the schedule (its pieces) and
+ * empty rows. */
+Test(gpu_sddmm, cuda_core_kernel)
+{
+    TC_REQUIRE_GPU();
+    const struct { cudaDataType ab, c; const char *n; } precs[] = {
+        {CUDA_R_32F, CUDA_R_32F, "f32"}, {CUDA_R_16F, CUDA_R_16F, "f16"},
+        {CUDA_R_16F, CUDA_R_32F, "f16->f32"}};
+    static const int64_t ks[] = {1, 8, 17, 32, 64, 128, 256, 600};
+    tc_csr m;
+    gen_or_fail("rmat:10:8", &m);
+    int i = 0;
+    for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++)
+        for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++, i++) {
+            sddmm_case k = base_case(ks[q]);
+            k.route = TCSPARSE_ROUTE_CUDA_CORE;
+            k.ab = precs[p].ab;
+            k.c = precs[p].c;
+            k.beta = i % 2 ? -0.5f : 0.0f;
+            k.lda_pad = i % 3 == 1 ? 3 : 0;
+            k.ldb_pad = i % 3 == 2 ? 5 : 0;
+            k.idx64 = (i / 2) % 2;
+            k.base = (i / 3) % 2;
+            k.device_ptrs = i % 5 == 0;
+            k.preprocess = (i / 4) % 2;
+            k.trans = i % 4;
+            char label[128];
+            snprintf(label, sizeof label, "cuda-core rmat K=%lld %s pads %d/%d trans=%d",
+                     (long long)k.K, precs[p].n, k.lda_pad, k.ldb_pad, k.trans);
+            run_case(&m, &k, label, NULL);
+        }
+    tc_csr_free(&m);
+    dense_row_pattern(&m);
+    for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++) {
+        sddmm_case k = base_case(p == 0 ? 128 : 33);
+        k.route = TCSPARSE_ROUTE_CUDA_CORE;
+        k.ab = precs[p].ab;
+        k.c = precs[p].c;
+        k.beta = p == 1 ? 0.25f : 0.0f;
+        k.repeat = 2; /* the second call on the schedule the first built */
+        char label[96];
+        snprintf(label, sizeof label, "cuda-core dense row K=%lld %s", (long long)k.K,
+                 precs[p].n);
+        run_case(&m, &k, label, NULL);
+    }
+    tc_csr_free(&m);
+}
+
 Test(gpu_sddmm, measured_on_calls)
 {
     TC_REQUIRE_GPU();
@@ -633,9 +696,12 @@ Test(gpu_sddmm, measured_on_calls)
         k.ab = k.c = v[i].t;
         k.tf32 = v[i].tf32;
         k.beta = v[i].beta;
-        k.repeat = 12; /* 3 paths x 3 samples, then the settled route */
+        k.repeat = 16; /* 4 paths (the CUDA cores too) x 3 samples, then the settled route */
         k.explore = 1;
         run_case(&m, &k, v[i].name, NULL);
+        cr_expect(strstr(call_log.last_reason, "CUDA cores ") != NULL &&
+                      strstr(call_log.last_reason, "CUDA cores -") == NULL,
+                  "%s: the CUDA-core kernel not measured: '%s'", v[i].name, call_log.last_reason);
     }
     unsetenv("TCSPARSE_X_EXPLORE_FACTOR");
     tc_config_reload();

@@ -81,6 +81,7 @@ Test(route_table, rows_are_named_with_unique_forms)
         {TC_SEL_OP_SPMM, TC_SEL_CAND_CUSPARSE, TCSPARSE_PATH_CUSPARSE, "cuSPARSE", "cusparseSpMM"},
         {TC_SEL_OP_SDDMM, TC_SEL_CAND_BASE, TCSPARSE_PATH_TC_BASE, "TC base", NULL},
         {TC_SEL_OP_SDDMM, TC_SEL_CAND_BALANCED, TCSPARSE_PATH_TC_BALANCED, "TC balanced", NULL},
+        {TC_SEL_OP_SDDMM, TC_SEL_CAND_CSR, TCSPARSE_PATH_CUDA_CORE, "CUDA cores", "tc_sddmm_csr"},
         {TC_SEL_OP_SDDMM, TC_SEL_CAND_CUSPARSE, TCSPARSE_PATH_CUSPARSE, "cuSPARSE", "cusparseSDDMM"},
     };
     const int n = (int)(sizeof want / sizeof want[0]);
@@ -97,7 +98,6 @@ Test(route_table, rows_are_named_with_unique_forms)
                      "%s: by its path", want[i].name);
     }
     cr_expect_null(tc_route_row_of(TC_SEL_OP_SDDMM, TC_SEL_CAND_ALG3), "SDDMM has no CSR_ALG3");
-    cr_expect_null(tc_route_row_of(TC_SEL_OP_SDDMM, TC_SEL_CAND_CSR), "SDDMM has no CUDA-core row");
 }
 
 Test(route_table, tensor_core_rows_share_one_predicate)
@@ -390,6 +390,12 @@ Test(route_eligible, sddmm_layouts)
     c = sddmm_call();
     c.c_order = TCSPARSE_ORDER_COL;
     cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SDDMM));
+    /* the CUDA-core kernel writes through C's CSR arrays: a COO C keeps the other rows */
+    c = sddmm_call();
+    c.sp_format = TCSPARSE_FORMAT_COO;
+    cr_expect_eq(walk(&c, why, sizeof why),
+                 all_rows(TC_SEL_OP_SDDMM) & ~bit(TC_SEL_OP_SDDMM, TC_SEL_CAND_CSR));
+    cr_expect_str_eq(why, "the CUDA-core SDDMM takes a CSR C");
 }
 
 /* ---- calls built from descriptors ------------------------------------------------------------- */
