@@ -63,9 +63,7 @@ tcsparseStatus_t tc_hook_deferred(tcsparseHandle_t handle, int *deferred);
  * kind's measurement); 1 while it tunes the kernel of the path it chose, or late ordering
  * times the matrix's plans (a trial under way, or starting with the next such call); 0 once
  * it has settled, and after a preprocess.  Only a 0 call's time is what the kind settles on;
- * a 1 call ran the path the route chose.  Under TC_HOOK_DECIDE_ONLY, 2 where the execution
- * would measure the candidates (and may run another path than the one recorded).  Read it
- * right after that call. */
+ * a 1 call ran the path the route chose.  Read it right after that call. */
 tcsparseStatus_t tc_hook_learning(tcsparseHandle_t handle, int *learning);
 
 /* The route in effect on the handle: the environment variable TCSPARSE_ROUTE when set,

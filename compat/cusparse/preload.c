@@ -230,20 +230,13 @@ static int tc_try(const tc_call *c, char *route, size_t rn, char *why, size_t wn
         (void)tc_hook_set_mode(h, TC_SHIM_MODE);
         if (st != TCSPARSE_STATUS_SUCCESS)
             goto out;
-        const int got = tcsparseGetLastRoute(h, &info) == TCSPARSE_STATUS_SUCCESS;
-        if (got && info.path == TCSPARSE_PATH_CUSPARSE) {
+        if (tcsparseGetLastRoute(h, &info) == TCSPARSE_STATUS_SUCCESS &&
+            info.path == TCSPARSE_PATH_CUSPARSE) {
             snprintf(why, wn, "%s", info.reason);
             goto out;
         }
-        /* the CUDA-core SDDMM reads the caller's arrays as they are, without the plan: no
-         * check where the execution will run it (not while it measures the candidates; a
-         * decision measured on another matrix of these sizes only costs time) */
-        int learning = 2;
-        const int plan_free = got && c->sddmm && info.path == TCSPARSE_PATH_CUDA_CORE &&
-                              tc_hook_learning(h, &learning) == TCSPARSE_STATUS_SUCCESS &&
-                              learning != 2;
         const unsigned renewals = e->renewals;
-        const int checked = plan_free || tc_shim_verify(e, stream);
+        const int checked = tc_shim_verify(e, stream);
         if (e->renewals != renewals) { /* the shadow was renewed: its measurements are gone */
             ch = NULL;
             slot = -1;

@@ -373,14 +373,15 @@ tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t stream, ch
 tcsparseStatus_t tc_sddmm_csr_takes(const tc_sddmm_args *a, const tc_csr_arrays *csr, char *err,
                                     size_t errlen);
 /* Launches the CUDA-core CSR SDDMM (kernels/sddmm/sddmm_csr.cu): each nonzero of C's CSR
- * arrays (csr, read as they are; a->plan, a->chunks, a->tf32 unused) gets alpha * (row i of A .
- * column j of B) + beta * its old value (not read where beta is 0), in FP32 arithmetic.  A
- * row-major, B column-major as for tc_sddmm_launch.  Offsets are clamped into [0, nnz] and a
- * column index outside [0, N) reads nothing (its product counts as 0), so no array is read or
- * written out of bounds whatever the arrays hold.  NOT_SUPPORTED (nothing launched) where
- * tc_sddmm_csr_takes refuses.  No plan, no allocation, no synchronisation. */
+ * arrays (csr; a->plan, a->chunks, a->tf32 unused) gets alpha * (row i of A . column j of B) +
+ * beta * its old value (not read where beta is 0), in FP32 arithmetic, in the order of sched
+ * (the structure's schedule, tc_csr_sched: any pieces of long rows are independent here).  A
+ * row-major, B column-major as for tc_sddmm_launch.  A column index outside [0, N) reads
+ * nothing (its product counts as 0).  NOT_SUPPORTED (nothing launched) where
+ * tc_sddmm_csr_takes refuses or sched is NULL.  No allocation, no synchronisation. */
 tcsparseStatus_t tc_sddmm_csr_launch(const tc_sddmm_args *a, const tc_csr_arrays *csr,
-                                     cudaStream_t stream, char *err, size_t errlen);
+                                     const tc_csr_sched *sched, cudaStream_t stream, char *err,
+                                     size_t errlen);
 /* Name of the kernel tc_sddmm_launch would run, for logs. */
 const char *tc_sddmm_kernel_name(const tc_sddmm_args *a);
 /* Maximum number of resident thread blocks per SM of the kernel tc_sddmm_launch would run

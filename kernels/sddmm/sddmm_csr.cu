@@ -1,22 +1,21 @@
 // The CUDA-core CSR SDDMM (tc_sddmm_csr_launch, kernels.h): C = alpha * (A * B) o spy(C) +
 // beta * C, each nonzero (i, j) of C the dot product of row i of A and column j of B, read
-// from the caller's CSR arrays of C as they are on every call (no plan, no schedule: nothing
-// to keep or to check).  The route measures it beside the tensor-core kernels and cuSPARSE;
-// FP32 products are exact FMA, summed in FP32.
+// from the caller's CSR arrays of C in the order of the structure's schedule (tc_csr_sched,
+// spmm_csr_sched.cu, the one the CUDA-core SpMM uses).  The route measures it beside the
+// tensor-core kernels and cuSPARSE; FP32 products are exact FMA, summed in FP32.
 //
-// Work: one group of G lanes a chunk of kChunk consecutive nonzeros, so long rows of
-// power-law matrices are shared out like any others.  The group finds the row of its first
-// nonzero by a binary search over the row offsets, then walks the rows as it goes.  It takes
-// its nonzeros U at a time: each lane reads W consecutive elements of K (W = 4 where K, lda, ldb
-// and the pointers allow vector loads, 1 otherwise) at a stride of W * G, of the U columns of
-// B and of their rows of A (read once where consecutive nonzeros share a row), so a group
-// reads each column of B in whole cache lines with U columns in flight; the U sums are then
-// added across the group by shuffles and lanes 0..U-1 write them.  G grows with K (the lanes
-// cover K in about four steps), so the shuffles stay few beside the loads.
+// Work: one group of G lanes a unit of the schedule (a row, or a piece of at most TC_CSR_PIECE
+// nonzeros of a longer row; every nonzero is written by its own unit, so pieces need nothing
+// more), longest units first.  The group takes its unit's nonzeros U at a time: each lane
+// reads W consecutive elements of K (W = 4 where K, lda, ldb and the pointers allow vector
+// loads, 1 otherwise) at a stride of W * G, of row i of A and of the U columns of B, so a
+// group reads each column of B in whole cache lines with U columns in flight; the U sums are
+// then added across the group by shuffles and lanes 0..U-1 write them.  G grows with K (the
+// lanes cover K in about four steps), so the shuffles stay few beside the loads.
 //
-// Bad structure cannot make it read or write out of bounds: row offsets are clamped into
-// [0, nnz] and rows into [0, M), only the nonzeros [0, nnz) are written, and a column index
-// outside [0, N) reads nothing: that nonzero gets beta * C, as if its product were 0.
+// Bad structure cannot make it read or write out of bounds: the schedule holds positions
+// inside [0, nnz] (clamped when it was built), and a column index outside [0, N) reads
+// nothing: that nonzero gets beta * C, as if its product were 0.
 #include <cstdint>
 #include <cstdio>
 #include <type_traits>
@@ -31,14 +30,14 @@ using tc::scalar;
 using tc::to_f;
 
 constexpr int kThreads = 256; // threads a block
-constexpr int kU = 4;         // nonzeros a group works on at a time (columns of B in flight)
-
-constexpr int kChunk = 64;    // nonzeros a group takes
+constexpr int kU = 4;         // nonzeros a group takes at a time (columns of B in flight)
 
 struct SddmmCsrParams { // M, N, K, nnz below 2^31 (tc_sddmm_csr_takes)
-    int32_t M, N, K, nnz;
-    const void *off, *idx;
-    int off64, base;
+    int32_t N, K;
+    const void *idx;
+    int base;
+    const int32_t *u_row, *u_start, *u_len; // the schedule
+    int32_t nunits;
     const void *A, *B;
     int64_t lda, ldb;
     void *C;
@@ -56,67 +55,45 @@ __device__ __forceinline__ void load_w(const T *q, float (&x)[W])
         x[0] = to_f(__ldg(q));
 }
 
-// Where row r of C starts (clamped into [0, nnz]).
-__device__ __forceinline__ int32_t row_start(const SddmmCsrParams &p, int32_t r)
-{
-    return (int32_t)tc::csr_row_start(p.off, p.off64, p.base, p.nnz, r);
-}
-
 template <class T, class CT, class IT, int G, int W>
 __global__ void __launch_bounds__(kThreads) sddmm_csr_kernel(const SddmmCsrParams p)
 {
     const int lane = threadIdx.x & 31;
     const int gl = lane % G;
     const unsigned gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (lane - gl);
-    const int64_t first = ((int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G) * kChunk;
-    if (first >= p.nnz)
+    const int64_t unit = (int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G;
+    if (unit >= p.nunits)
         return; // a group leaves whole
-    const int32_t ebeg = (int32_t)first;
-    const int32_t eend = p.nnz - ebeg < kChunk ? p.nnz : ebeg + kChunk;
-    // the row of nonzero ebeg: the last row starting at or before it
-    int32_t lo = 0, hi = p.M - 1;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (row_start(p, mid) <= ebeg)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    int32_t r = lo, rend = row_start(p, r + 1);
-    const T *A = static_cast<const T *>(p.A);
+    const int32_t row = __ldg(p.u_row + unit);
+    const int32_t kbeg = __ldg(p.u_start + unit);
+    const int32_t kend = kbeg + __ldg(p.u_len + unit);
+    const T *arow = static_cast<const T *>(p.A) + (int64_t)row * p.lda;
     const T *B = static_cast<const T *>(p.B);
     const IT *ix = static_cast<const IT *>(p.idx);
     CT *C = static_cast<CT *>(p.C);
     const float alpha = scalar(p.alpha_dev, p.alpha);
     const float beta = scalar(p.beta_dev, p.beta);
-    for (int32_t e0 = ebeg; e0 < eend; e0 += kU) {
-        const T *arow[kU], *bcol[kU];
-        bool use[kU], same[kU];
+    for (int32_t e0 = kbeg; e0 < kend; e0 += kU) {
+        const T *bcol[kU];
+        bool use[kU];
         float acc[kU];
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
-            const int32_t e = e0 + u;
             int64_t c = -1;
-            if (e < eend) {
-                while (e >= rend && r < p.M - 1) // the rows the walk passes (empty ones too)
-                    rend = row_start(p, ++r + 1);
-                c = (int64_t)__ldg(ix + e) - p.base; // one address for the group
-            }
+            if (e0 + u < kend)
+                c = (int64_t)__ldg(ix + e0 + u) - p.base; // one address for the group
             use[u] = c >= 0 && c < p.N;
-            arow[u] = A + (int64_t)r * p.lda;
             bcol[u] = B + (use[u] ? c : 0) * p.ldb;
-            same[u] = u > 0 && arow[u] == arow[u - 1];
             acc[u] = 0.0f;
         }
 #pragma unroll 2
         for (int32_t k = W * gl; k < p.K; k += W * G) {
             float a[W];
+            load_w<W>(arow + k, a);
 #pragma unroll
             for (int u = 0; u < kU; ++u) {
                 if (!use[u])
                     continue;
-                if (!same[u] || u == 0 || !use[u - 1])
-                    load_w<W>(arow[u] + k, a);
                 float b[W];
                 load_w<W>(bcol[u] + k, b);
 #pragma unroll
@@ -132,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) sddmm_csr_kernel(const SddmmCsrParam
         // every lane holds the U sums: lane u % G writes nonzero e0 + u
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
-            if (gl != u % G || e0 + u >= eend)
+            if (gl != u % G || e0 + u >= kend)
                 continue;
             CT *out = C + e0 + u;
             const float old = beta != 0.0f ? to_f(*out) : 0.0f;
@@ -144,8 +121,8 @@ __global__ void __launch_bounds__(kThreads) sddmm_csr_kernel(const SddmmCsrParam
 template <class T, class CT, class IT, int G, int W>
 cudaError_t launch_gw(const SddmmCsrParams &p, cudaStream_t s)
 {
-    constexpr int64_t per_block = (int64_t)(kThreads / G) * kChunk; // nonzeros a block
-    const unsigned grid = (unsigned)((p.nnz + per_block - 1) / per_block);
+    constexpr int per_block = kThreads / G;
+    const unsigned grid = (unsigned)((p.nunits + per_block - 1) / per_block);
     sddmm_csr_kernel<T, CT, IT, G, W><<<grid, kThreads, 0, s>>>(p);
     return cudaGetLastError();
 }
@@ -200,22 +177,27 @@ extern "C" tcsparseStatus_t tc_sddmm_csr_takes(const tc_sddmm_args *a, const tc_
 }
 
 extern "C" tcsparseStatus_t tc_sddmm_csr_launch(const tc_sddmm_args *a, const tc_csr_arrays *csr,
-                                                cudaStream_t s, char *err, size_t errlen)
+                                                const tc_csr_sched *sched, cudaStream_t s,
+                                                char *err, size_t errlen)
 {
     const tcsparseStatus_t takes = tc_sddmm_csr_takes(a, csr, err, errlen);
     if (takes != TCSPARSE_STATUS_SUCCESS)
         return takes;
     if (a->M == 0 || a->N == 0 || csr->nnz == 0)
         return TCSPARSE_STATUS_SUCCESS;
+    if (sched == nullptr || sched->mem == nullptr) {
+        snprintf(err, errlen, "the CUDA-core CSR SDDMM needs the structure's schedule");
+        return TCSPARSE_STATUS_NOT_SUPPORTED;
+    }
     SddmmCsrParams p{};
-    p.M = (int32_t)a->M;
     p.N = (int32_t)a->N;
     p.K = (int32_t)a->K;
-    p.nnz = (int32_t)csr->nnz;
-    p.off = csr->offsets;
-    p.off64 = csr->offsets_64;
     p.idx = csr->indices;
     p.base = csr->base;
+    p.u_row = sched->row;
+    p.u_start = sched->start;
+    p.u_len = sched->len;
+    p.nunits = sched->nunits;
     p.A = a->A;
     p.B = a->B;
     p.lda = a->lda;

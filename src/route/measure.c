@@ -268,9 +268,6 @@ tcsparseStatus_t tc_route_run(tcsparseHandle_t h, struct tc_plan *plan, const tc
     if (tc_hook_on(h, TC_HOOK_DECIDE_ONLY)) { /* the interposer asks where the call would go */
         tc_route_record(h, d);
         h->hook.deferred = 1;
-        /* the execution would measure the candidates, and may run another than d (the
-         * caller reads it as tc_hook_learning's 2) */
-        d->exploring = d->ncand > 0 && plan != NULL && !tc_select_model_only();
         return TCSPARSE_STATUS_SUCCESS;
     }
     /* measured only for a model decision with candidates, not with TCSPARSE_SELECT=model; on

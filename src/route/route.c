@@ -165,6 +165,19 @@ void tc_decision_to_cusparse(tc_decision *d, int op)
     snprintf(d->reason, sizeof d->reason, "cuSPARSE; %s", why);
 }
 
+void tc_route_csr_prepare(tcsparseHandle_t h, const tc_decision *d,
+                          const struct tcsparseSpMatDescr *sp, struct tc_plan *plan)
+{
+    int wanted = d->path == TCSPARSE_PATH_CUDA_CORE;
+    for (int i = 0; i < d->ncand; i++)
+        wanted |= d->cand[i] == TC_SEL_CAND_CSR;
+    if (!wanted || plan == NULL || sp->format != TCSPARSE_FORMAT_CSR)
+        return;
+    const tc_csr_sched *sched;
+    if (tc_plan_csr_sched(h, sp, plan, &sched) != TCSPARSE_STATUS_SUCCESS)
+        tc_error_clear();
+}
+
 /* Whether call c may run as CSR_ALG3 under alg3 mode `mode` (TC_ALG3_*). */
 static int tc_alg3_allowed(const tc_route_call *c, int mode)
 {
@@ -336,7 +349,7 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
         tc_decision_take(d, fallback);
     const tc_route_row *csr = tc_route_row_of(c->op, TC_SEL_CAND_CSR);
     const int csr_ok = csr != NULL && (ok & tc_route_bit(csr));
-    if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* SpMM's row schedule hangs off the plan */
+    if (route == TCSPARSE_ROUTE_CUDA_CORE) { /* its schedule hangs off the plan */
         char why[128] = "no CUDA-core kernel for this operation";
         if (!csr_ok) {
             if (csr != NULL)
@@ -345,11 +358,9 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                      "which does not take the call: %s", why);
             return TCSPARSE_STATUS_SUCCESS;
         }
-        if (c->op == TC_SEL_OP_SPMM) {
-            st = tc_route_plan(h, sp, d, plan);
-            if (st != TCSPARSE_STATUS_SUCCESS || *plan == NULL)
-                return st;
-        }
+        st = tc_route_plan(h, sp, d, plan);
+        if (st != TCSPARSE_STATUS_SUCCESS || *plan == NULL)
+            return st;
         tc_decision_take(d, csr);
         tc_str_join(d->reason, sizeof d->reason, "route forced to the CUDA-core kernel", NULL);
         return TCSPARSE_STATUS_SUCCESS;

@@ -53,6 +53,12 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
 /* d goes to op's cuSPARSE row after a CUDA-core row refused the call with nothing launched:
  * the reason says cuSPARSE and quotes the refusal (the last error, which is cleared). */
 void tc_decision_to_cusparse(tc_decision *d, int op);
+/* The CUDA-core schedule of sp's plan at _preprocess, where executions may run a CUDA-core row
+ * (d's path, or a candidate of its measurement) on sp's CSR arrays as they are, so that the
+ * first execution does not build it (and a captured one can run it).  An optimisation only:
+ * the execution builds it otherwise; any failure is cleared. */
+void tc_route_csr_prepare(tcsparseHandle_t h, const tc_decision *d,
+                          const struct tcsparseSpMatDescr *sp, struct tc_plan *plan);
 /* Whether the cuSPARSE route may run call c as CSR_ALG3: the operation has that row, it takes
  * c, and TCSPARSE_X_CUSPARSE_ALG3 is not 0. */
 int tc_route_alg3_ok(const tc_route_call *c);

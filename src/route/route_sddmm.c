@@ -62,13 +62,13 @@ static tc_sddmm_args tc_sddmm_args_of(tcsparseHandle_t h, const void *alpha,
     return a;
 }
 
-/* The CUDA-core CSR SDDMM on the caller's arrays of C as they are (it needs no plan).
- * NOT_SUPPORTED, nothing launched, where it does not take the call (a type or size it
- * refuses). */
+/* The CUDA-core CSR SDDMM on the caller's arrays of C in the order of the plan's schedule
+ * (built on its first call).  NOT_SUPPORTED, nothing launched, where it does not take the call
+ * (no plan or schedule, a type or size it refuses). */
 static tcsparseStatus_t tc_sddmm_csr(tcsparseHandle_t h, const void *alpha,
                                      tcsparseOperation_t opA, tcsparseConstDnMatDescr_t A,
                                      tcsparseConstDnMatDescr_t B, const void *beta,
-                                     tcsparseSpMatDescr_t C)
+                                     tcsparseSpMatDescr_t C, struct tc_plan *plan)
 {
     const tc_sddmm_args a = tc_sddmm_args_of(h, alpha, opA, A, B, beta, C);
     const tc_csr_arrays csr = tc_csr_arrays_of(C, C->format != TCSPARSE_FORMAT_CSR);
@@ -76,7 +76,16 @@ static tcsparseStatus_t tc_sddmm_csr(tcsparseHandle_t h, const void *alpha,
     tcsparseStatus_t st = tc_sddmm_csr_takes(&a, &csr, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSDDMM: %s", msg);
-    st = tc_sddmm_csr_launch(&a, &csr, h->stream, msg, sizeof msg);
+    if (a.M == 0 || a.N == 0 || C->nnz == 0)
+        return TCSPARSE_STATUS_SUCCESS; /* nothing to compute */
+    if (plan == NULL)
+        return tc_error_set(TCSPARSE_STATUS_NOT_SUPPORTED,
+                            "tcsparseSDDMM: no plan for the CUDA-core schedule");
+    const tc_csr_sched *sched;
+    st = tc_plan_csr_sched(h, C, plan, &sched);
+    if (st != TCSPARSE_STATUS_SUCCESS)
+        return st == TCSPARSE_STATUS_INVALID_VALUE ? st : TCSPARSE_STATUS_NOT_SUPPORTED;
+    st = tc_sddmm_csr_launch(&a, &csr, sched, h->stream, msg, sizeof msg);
     if (st != TCSPARSE_STATUS_SUCCESS)
         return tc_error_set(st, "tcsparseSDDMM: %s", msg);
     return TCSPARSE_STATUS_SUCCESS;
@@ -166,6 +175,8 @@ tcsparseStatus_t tc_route_sddmm_preprocess(tcsparseHandle_t h, tcsparseOperation
         tc_error_clear();
         st = TCSPARSE_STATUS_SUCCESS;
     }
+    if (st == TCSPARSE_STATUS_SUCCESS)
+        tc_route_csr_prepare(h, &d, C, plan);
     return st;
 }
 
@@ -189,7 +200,7 @@ static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planne
     tcsparseStatus_t st = TCSPARSE_STATUS_SUCCESS;
     *as_planned = 1;
     if (d->path == TCSPARSE_PATH_CUDA_CORE) {
-        st = tc_sddmm_csr(h, c->alpha, c->opA, c->A, c->B, c->beta, c->C);
+        st = tc_sddmm_csr(h, c->alpha, c->opA, c->A, c->B, c->beta, c->C, c->plan);
         if (st != TCSPARSE_STATUS_NOT_SUPPORTED) {
             tc_route_record(h, d);
             h->hook.deferred = 0;

@@ -245,24 +245,6 @@ static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
     return tc_guard_finish(h, g, &a, &csr, st, msg, sizeof msg);
 }
 
-/* The CUDA-core schedule at _preprocess, where executions may run that path (decided, or a
- * candidate of the measurement), so that the first execution does not build it (and a
- * captured one can run it).  An optimisation only: the execution builds it otherwise. */
-static void tc_spmm_csr_prepare(tcsparseHandle_t h, const tc_decision *d,
-                                tcsparseOperation_t opA, tcsparseConstSpMatDescr_t A,
-                                struct tc_plan *plan)
-{
-    int wanted = d->path == TCSPARSE_PATH_CUDA_CORE;
-    for (int i = 0; i < d->ncand; i++)
-        wanted |= d->cand[i] == TC_SEL_CAND_CSR;
-    if (!wanted || plan == NULL || opA != TCSPARSE_OPERATION_NON_TRANSPOSE ||
-        A->format != TCSPARSE_FORMAT_CSR)
-        return;
-    const tc_csr_sched *sched;
-    if (tc_plan_csr_sched(h, A, plan, &sched) != TCSPARSE_STATUS_SUCCESS)
-        tc_error_clear();
-}
-
 /* TCSPARSE_SELECT=measure: _preprocess times the candidates once on the caller's operands
  * (into a scratch C, so the caller's C is untouched) and the plan keeps the fastest. */
 static int tc_select_measure(void)
@@ -432,8 +414,8 @@ tcsparseStatus_t tc_route_spmm_preprocess(tcsparseHandle_t h, tcsparseOperation_
         if (st == TCSPARSE_STATUS_SUCCESS)
             tc_route_record(h, &d);
     }
-    if (st == TCSPARSE_STATUS_SUCCESS)
-        tc_spmm_csr_prepare(h, &d, opA, A, plan);
+    if (st == TCSPARSE_STATUS_SUCCESS && opA == TCSPARSE_OPERATION_NON_TRANSPOSE)
+        tc_route_csr_prepare(h, &d, A, plan);
     tc_spmm_view_done(A, P);
     return st;
 }

@@ -670,7 +670,7 @@ Test(gpu_sddmm, cuda_core_kernel)
         k.ab = precs[p].ab;
         k.c = precs[p].c;
         k.beta = p == 1 ? 0.25f : 0.0f;
-        k.repeat = 2;
+        k.repeat = 2; /* the second call on the schedule the first built */
         char label[96];
         snprintf(label, sizeof label, "cuda-core dense row K=%lld %s", (long long)k.K,
                  precs[p].n);
