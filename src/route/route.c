@@ -282,7 +282,8 @@ static tcsparseStatus_t tc_route_plan(tcsparseHandle_t h, const struct tcsparseS
  * (the model has no coefficients for that kernel, and on scattered matrices it is the one that
  * beats cuSPARSE).  Where the model prefers cuSPARSE and the kernel does not take the call,
  * the decision stays cuSPARSE's, unmeasured, and so do the tensor-core candidates (none is
- * measured).  SpMM and SDDMM alike (each has its CUDA-core row). */
+ * measured).  SpMM only (SDDMM's decision on these handles is the model's, timed as it is by
+ * the interposer; tc_route_decide says why). */
 static void tc_route_own_paths(tc_decision *d, const tc_route_row *csr)
 {
     int cand[TC_NCAND], n = 0;
@@ -421,12 +422,15 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
                                                 d->cand, d->pred);
     if (route == TCSPARSE_ROUTE_AUTO && tc_hook_on(h, TC_HOOK_DEFER_CUSPARSE)) {
         /* the CUDA-core kernel stands in for the model's cuSPARSE where the interposer times
-         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not with
-         * TCSPARSE_X_PRELOAD_MEASURE=0, nor with TCSPARSE_SELECT=model, which asks for the
+         * the kinds of call against cuSPARSE (docs/preload.md, "Measured choice"): not for
+         * SDDMM (PyTorch's sampled_addmm makes a new structure of C on every call, which the
+         * interposer does not always recognise: the measurement then starts afresh on each
+         * call and never ends, 0.74x on a GAT epoch on ogbl-ddi), nor with
+         * TCSPARSE_X_PRELOAD_MEASURE=0; nor with TCSPARSE_SELECT=model, which asks for the
          * model's decisions.  There the model's decision runs unmeasured.  Inside a capture
          * it stands in as outside (nothing is measured there), so that a kind's decision does
          * not depend on whether its call was captured. */
-        if (!tc_config_get()->preload.measure || tc_select_model_only())
+        if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only())
             d->ncand = 0;
         else
             tc_route_own_paths(d, csr_ok ? csr : NULL);
