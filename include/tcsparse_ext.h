@@ -32,9 +32,9 @@ typedef enum {
     TCSPARSE_ROUTE_TC_BASE = 3,
     /** Tensor cores, balanced kernel (fixed share of TC blocks per thread block). */
     TCSPARSE_ROUTE_TC_BALANCED = 4,
-    /** SpMM on tcsparse's CUDA-core CSR kernel (FP32 accumulation, in the order of a row
-     *  schedule kept with the matrix's plan) where it takes the call, cuSPARSE otherwise;
-     *  SDDMM on cuSPARSE. */
+    /** SpMM and SDDMM on tcsparse's CUDA-core CSR kernels (FP32 accumulation, in the order
+     *  of a row schedule kept with the matrix's plan) where they take the call, cuSPARSE
+     *  otherwise. */
     TCSPARSE_ROUTE_CUDA_CORE = 5
 } tcsparseRoute_t;
 
@@ -44,7 +44,7 @@ typedef enum {
     TCSPARSE_PATH_CUSPARSE = 1,
     TCSPARSE_PATH_TC_BASE = 2,
     TCSPARSE_PATH_TC_BALANCED = 3,
-    TCSPARSE_PATH_CUDA_CORE = 4  /**< tcsparse's CUDA-core CSR SpMM */
+    TCSPARSE_PATH_CUDA_CORE = 4  /**< tcsparse's CUDA-core CSR SpMM or SDDMM */
 } tcsparsePath_t;
 
 /** A routing decision, as recorded for the last SpMM/SDDMM call on a handle. */

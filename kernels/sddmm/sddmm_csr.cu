@@ -10,8 +10,9 @@
 // reads W consecutive elements of K (W = 4 where K, lda, ldb and the pointers allow vector
 // loads, 1 otherwise) at a stride of W * G, of row i of A and of the U columns of B, so a
 // group reads each column of B in whole cache lines with U columns in flight; the U sums are
-// then added across the group by shuffles and lanes 0..U-1 write them.  G grows with K (the
-// lanes cover K in about four steps), so the shuffles stay few beside the loads.
+// then added across the group by shuffles and lane u % G writes the u-th.  G grows with K (up
+// to K = 512 with vector loads the lanes cover K in about four steps), so the shuffles stay
+// few beside the loads.
 //
 // Bad structure cannot make it read or write out of bounds: the schedule holds positions
 // inside [0, nnz] (clamped when it was built), and a column index outside [0, N) reads
@@ -32,7 +33,11 @@ using tc::to_f;
 constexpr int kThreads = 256; // threads a block
 constexpr int kU = 4;         // nonzeros a group takes at a time (columns of B in flight)
 
-struct SddmmCsrParams { // M, N, K, nnz below 2^31 (tc_sddmm_csr_takes)
+// Positions and K below 2^31 - 256 (tc_sddmm_csr_takes), so the kernel's 32-bit counters
+// (a nonzero position plus kU, an element of K plus W * G) never wrap.
+constexpr int64_t kLimit = INT32_MAX - 256;
+
+struct SddmmCsrParams {
     int32_t N, K;
     const void *idx;
     int base;
@@ -122,13 +127,13 @@ template <class T, class CT, class IT, int G, int W>
 cudaError_t launch_gw(const SddmmCsrParams &p, cudaStream_t s)
 {
     constexpr int per_block = kThreads / G;
-    const unsigned grid = (unsigned)((p.nunits + per_block - 1) / per_block);
+    const unsigned grid = (unsigned)(((int64_t)p.nunits + per_block - 1) / per_block);
     sddmm_csr_kernel<T, CT, IT, G, W><<<grid, kThreads, 0, s>>>(p);
     return cudaGetLastError();
 }
 
-// G: the power of two from 2 to 32 nearest below K / (4 W), so the lanes cover K in about
-// four steps.
+// G: the power of two from 2 to 32 nearest below K / (4 W): about four steps a lane up to
+// 4 W * 32 elements of K, more beyond.
 template <class T, class CT, class IT, int W>
 cudaError_t launch_w(const SddmmCsrParams &p, cudaStream_t s)
 {
@@ -169,8 +174,8 @@ extern "C" tcsparseStatus_t tc_sddmm_csr_takes(const tc_sddmm_args *a, const tc_
         snprintf(err, errlen, "the CUDA-core CSR SDDMM takes C in FP32 or A's type");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
-    if (a->M >= INT32_MAX || a->N >= INT32_MAX || a->K >= INT32_MAX || csr->nnz >= INT32_MAX) {
-        snprintf(err, errlen, "the CUDA-core CSR SDDMM takes sizes and nonzeros below 2^31");
+    if (a->M >= kLimit || a->N >= kLimit || a->K >= kLimit || csr->nnz >= kLimit) {
+        snprintf(err, errlen, "the CUDA-core CSR SDDMM takes sizes and nonzeros below 2^31 - 256");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
     return TCSPARSE_STATUS_SUCCESS;

@@ -207,6 +207,7 @@ static tcsparseStatus_t tc_sddmm_exec_cb(void *p, tc_decision *d, int *as_planne
             return st;
         }
         tc_decision_to_cusparse(d, TC_SEL_OP_SDDMM); /* nothing launched */
+        *as_planned = 0; /* cuSPARSE's time is not the CUDA cores' */
         st = TCSPARSE_STATUS_SUCCESS;
     }
     if (d->path != TCSPARSE_PATH_CUSPARSE)

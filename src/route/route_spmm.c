@@ -478,11 +478,14 @@ static tcsparseStatus_t tc_spmm_exec_cb(void *p, tc_decision *d, int *as_planned
 {
     const tc_spmm_call *c = p;
     const int want_alg3 = d->path == TCSPARSE_PATH_CUSPARSE && d->alg3;
+    const int want_csr = d->path == TCSPARSE_PATH_CUDA_CORE;
     int ran_alg3;
     tcsparseStatus_t st = tc_spmm_execute(c->h, d, c->plan, c->opA, c->opB, c->alpha, c->A, c->P,
                                           c->B, c->beta, c->C, c->ct, c->alg, c->buffer,
                                           &ran_alg3);
-    *as_planned = !want_alg3 || ran_alg3;
+    /* not as planned: CSR_ALG3 fell back to ALG_DEFAULT, or the CUDA cores refused and
+     * cuSPARSE ran (their time is not the path's) */
+    *as_planned = (!want_alg3 || ran_alg3) && (!want_csr || d->path == TCSPARSE_PATH_CUDA_CORE);
     return st;
 }
 

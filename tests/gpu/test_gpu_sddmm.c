@@ -1,10 +1,11 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
-/* Tensor-core SDDMM through the public API on the GPU, against a CPU reference in double:
- * every precision (3xTF32, TF32, FP16 with FP16 or FP32 C) and schedule (base, chunked) for
+/* SDDMM through the public API on the GPU, against a CPU reference in double: on the tensor
+ * cores every precision (3xTF32, TF32, FP16 with FP16 or FP32 C) and schedule (base, chunked) for
  * K in {1, 8, 17, 32, 64, 128, 256} and beyond one staged tile of A, on generated patterns of
  * every shape class and, when TC_DATA_DIR is set, real ones.  On the forced tensor-core
  * route, the operands' padding, the rows of A whose rows of C are empty and the columns of B
- * outside C's pattern are NaN: the kernel must never let them reach a written nonzero.
+ * outside C's pattern are NaN: the kernel must never let them reach a written nonzero.  The
+ * CUDA-core SDDMM gets the same on its forced route, and the measured route times it too.
  * One file over 600 lines: every test, the measurement and tuning ones too, runs its calls
  * through run_case, and the two of those are too few for a program of their own. */
 #include <criterion/criterion.h>
@@ -310,8 +311,6 @@ Test(gpu_sddmm, wide_l1_rule)
     }
 }
 
-/* One dense row (a window of hundreds of blocks: many groups, split into chunks), every
- * third row empty, and K beyond one staged tile of A (FP32: 256, FP16: 512 per tile). */
 /* 333 rows: row 17 holds every one of 4,099 columns (longer than a CUDA-core unit), every
  * third row is empty, the others hold 2 or 3 nonzeros. */
 static void dense_row_pattern(tc_csr *m)
@@ -338,6 +337,8 @@ static void dense_row_pattern(tc_csr *m)
     m->nnz = e;
 }
 
+/* One dense row (a window of hundreds of blocks: many groups, split into chunks), every
+ * third row empty, and K beyond one staged tile of A (FP32: 256, FP16: 512 per tile). */
 Test(gpu_sddmm, dense_row_empty_rows_long_k)
 {
     TC_REQUIRE_GPU();
@@ -625,8 +626,6 @@ Test(gpu_sddmm, shared_matrices, .timeout = 600)
         cr_skip_test("none of the listed matrices found in %s", dir);
 }
 
-/* The automatic route measures the candidate paths (TC base, chunked, cusparseSDDMM) on the
- * first executions and keeps the fastest (src/route/route.c); each of those executions is checked. */
 /* The CUDA-core SDDMM (kernels/sddmm/sddmm_csr.cu) on the forced route, the operands' padding
  * and the rows and columns no nonzero uses NaN: every type pair; K from 1 to 600 (every group
  * width, several steps a lane); the 4-element loads and the scalar ones (K not a multiple of 4,
@@ -650,8 +649,9 @@ Test(gpu_sddmm, cuda_core_kernel)
             k.ab = precs[p].ab;
             k.c = precs[p].c;
             k.beta = i % 2 ? -0.5f : 0.0f;
-            k.lda_pad = i % 3 == 1 ? 3 : 0;
-            k.ldb_pad = i % 3 == 2 ? 5 : 0;
+            const size_t pad = (q + p) % 3; /* each type meets each padding over the K */
+            k.lda_pad = pad == 1 ? 3 : 0;
+            k.ldb_pad = pad == 2 ? 5 : 0;
             k.idx64 = (i / 2) % 2;
             k.base = (i / 3) % 2;
             k.device_ptrs = i % 5 == 0;
@@ -679,6 +679,9 @@ Test(gpu_sddmm, cuda_core_kernel)
     tc_csr_free(&m);
 }
 
+/* The automatic route measures the candidate paths (TC base, chunked, the CUDA cores,
+ * cusparseSDDMM) on the first executions and keeps the fastest (src/route/route.c); each of
+ * those executions is checked. */
 Test(gpu_sddmm, measured_on_calls)
 {
     TC_REQUIRE_GPU();

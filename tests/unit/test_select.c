@@ -505,3 +505,27 @@ Test(select_explore, candidates_model_choice_first_within_factor)
     cr_assert_eq(tc_select_explore_candidates(&c, &r, 1e9, cand, pred), 3);
     cr_assert(pred[TC_SEL_CAND_ALG3] < 0.0);
 }
+
+/* The CUDA-core kernel has no model: wherever its row takes the call (csr_ok) it is a
+ * candidate, after the predicted ones, for SpMM and SDDMM alike; elsewhere it is none. */
+Test(select_explore, cuda_core_kernel_last_where_it_takes_the_call)
+{
+    int cand[TC_SEL_NCAND];
+    double pred[TC_SEL_NCAND];
+    for (int op = TC_SEL_OP_SPMM; op <= TC_SEL_OP_SDDMM; op++) {
+        tc_sel_config c = spmm_cfg(TC_SEL_P_3XTF32, 128);
+        c.op = op;
+        /* one clear winner: cuSPARSE alone, then the CUDA cores */
+        tc_sel_result r = preds(100, 100, 10, -1, 0, 0, 0);
+        c.csr_ok = 0;
+        cr_assert_eq(tc_select_explore_candidates(&c, &r, 2.5, cand, pred), 1, "op %d", op);
+        c.csr_ok = 1;
+        cr_assert_eq(tc_select_explore_candidates(&c, &r, 2.5, cand, pred), 2, "op %d", op);
+        cr_assert(cand[0] == TC_SEL_CAND_CUSPARSE && cand[1] == TC_SEL_CAND_CSR, "op %d", op);
+        cr_assert(pred[TC_SEL_CAND_CSR] < 0.0, "op %d: the CUDA cores have no prediction", op);
+        /* every predicted path admitted: the CUDA cores still last */
+        r = preds(10, 12, 11, -1, 1, 0, 0);
+        cr_assert_eq(tc_select_explore_candidates(&c, &r, 1e9, cand, pred), 4, "op %d", op);
+        cr_assert(cand[0] == TC_SEL_CAND_BASE && cand[3] == TC_SEL_CAND_CSR, "op %d", op);
+    }
+}
