@@ -254,6 +254,10 @@ static inline int tc_spmm_csr_fits(const void *B, int64_t ldb, const void *C, in
  * others are whole rows, by nonzeros descending (empty rows last: they write beta * C).
  * Device arrays in one allocation (mem), 12 bytes a unit and 4 a split row. */
 #define TC_CSR_PIECE 256
+/* The CUDA-core kernels' sizes (rows, columns, N or K) and nonzeros stay below this, so their
+ * 32-bit counters (a position plus a step of at most 256) never wrap; the route table's
+ * CUDA-core rows refuse larger calls. */
+#define TC_CSR_MAX (INT32_MAX - 256)
 typedef struct {
     void *mem;                    /* device; NULL: no schedule */
     size_t bytes;

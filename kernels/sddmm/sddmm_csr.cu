@@ -33,11 +33,7 @@ using tc::to_f;
 constexpr int kThreads = 256; // threads a block
 constexpr int kU = 4;         // nonzeros a group takes at a time (columns of B in flight)
 
-// Positions and K below 2^31 - 256 (tc_sddmm_csr_takes), so the kernel's 32-bit counters
-// (a nonzero position plus kU, an element of K plus W * G) never wrap.
-constexpr int64_t kLimit = INT32_MAX - 256;
-
-struct SddmmCsrParams {
+struct SddmmCsrParams { // sizes and nnz below TC_CSR_MAX (kernels.h): no counter wraps
     int32_t N, K;
     const void *idx;
     int base;
@@ -174,7 +170,8 @@ extern "C" tcsparseStatus_t tc_sddmm_csr_takes(const tc_sddmm_args *a, const tc_
         snprintf(err, errlen, "the CUDA-core CSR SDDMM takes C in FP32 or A's type");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
-    if (a->M >= kLimit || a->N >= kLimit || a->K >= kLimit || csr->nnz >= kLimit) {
+    if (a->M >= TC_CSR_MAX || a->N >= TC_CSR_MAX || a->K >= TC_CSR_MAX ||
+        csr->nnz >= TC_CSR_MAX) {
         snprintf(err, errlen, "the CUDA-core CSR SDDMM takes sizes and nonzeros below 2^31 - 256");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }

@@ -36,7 +36,7 @@ constexpr int kThreads = 256; // threads a block
 // (docs/performance.md, "CUDA cores"); two column slices a lane need 4 blocks' registers.
 constexpr int min_blocks(int V) { return V == 1 ? 5 : 4; }
 
-struct CsrParams { // M, K, N, nnz below 2^31 (the route's eligibility)
+struct CsrParams { // M, K, N, nnz below TC_CSR_MAX (the route's eligibility)
     int32_t M, K, N;
     const void *idx;
     int base;
@@ -249,8 +249,8 @@ extern "C" tcsparseStatus_t tc_spmm_csr_takes(const tc_spmm_args *a, const tc_cs
                               "N, ldb, ldc multiples of 4 on 4-element boundaries");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
-    if (a->M >= INT32_MAX || a->K >= INT32_MAX || a->N >= INT32_MAX || csr->nnz >= INT32_MAX) {
-        snprintf(err, errlen, "the CUDA-core CSR SpMM takes sizes and nonzeros below 2^31");
+    if (a->M >= TC_CSR_MAX || a->K >= TC_CSR_MAX || a->N >= TC_CSR_MAX || csr->nnz >= TC_CSR_MAX) {
+        snprintf(err, errlen, "the CUDA-core CSR SpMM takes sizes and nonzeros below 2^31 - 256");
         return TCSPARSE_STATUS_NOT_SUPPORTED;
     }
     return TCSPARSE_STATUS_SUCCESS;

@@ -83,9 +83,9 @@ static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
     if (!c->dense_vec4)
         return snprintf(why, n, "N, ldb or ldc not a multiple of 4, or B or C not on a "
                                 "4-element boundary"), 0;
-    if (c->sp_nnz >= (1ll << 31) - 1 || c->sp_rows >= (1ll << 31) - 1 ||
-        c->sp_cols >= (1ll << 31) - 1 || c->n >= (1ll << 31) - 1)
-        return snprintf(why, n, "sizes or nonzeros beyond 2^31"), 0;
+    if (c->sp_nnz >= TC_CSR_MAX || c->sp_rows >= TC_CSR_MAX || c->sp_cols >= TC_CSR_MAX ||
+        c->n >= TC_CSR_MAX)
+        return snprintf(why, n, "sizes or nonzeros beyond 2^31 - 256"), 0;
     if (c->cc_major < 8)
         return snprintf(why, n, "device is sm_%d%d; the CUDA-core kernel needs sm_80 or newer",
                         c->cc_major, c->cc_minor), 0;
@@ -111,8 +111,8 @@ static int tc_eligible_sddmm_csr(const tc_route_call *c, char *why, size_t n)
         return snprintf(why, n, "strided batch"), 0;
     if (!tc_types_ok(c, 0, why, n))
         return 0;
-    const int64_t lim = (1ll << 31) - 1 - 256; /* tc_sddmm_csr_takes */
-    if (c->sp_nnz >= lim || c->sp_rows >= lim || c->sp_cols >= lim || c->n >= lim)
+    if (c->sp_nnz >= TC_CSR_MAX || c->sp_rows >= TC_CSR_MAX || c->sp_cols >= TC_CSR_MAX ||
+        c->n >= TC_CSR_MAX)
         return snprintf(why, n, "sizes or nonzeros beyond 2^31 - 256"), 0;
     if (c->cc_major < 8)
         return snprintf(why, n, "device is sm_%d%d; the CUDA-core kernel needs sm_80 or newer",
@@ -149,7 +149,7 @@ static int tc_eligible_alg3(const tc_route_call *c, char *why, size_t n)
 #define TC_WHEN_SPMM_CSR                                                                       \
     "CSR A, A and B not transposed; B, C row-major with N, ldb, ldc multiples of 4 on "        \
     "4-element boundaries; no strided batch; A, B both FP32, FP16 or BF16, C FP32 or A's "     \
-    "type, compute FP32; sizes and nonzeros < 2^31; sm_80+"
+    "type, compute FP32; sizes and nonzeros < 2^31 - 256; sm_80+"
 #define TC_WHEN_SDDMM_CSR                                                                      \
     "CSR C; op(A) row-major, op(B) column-major (either may be a transposed operand in the "   \
     "other layout); no strided batch; A, B both FP32 or FP16, C FP32 or A's type, compute "    \

@@ -346,7 +346,11 @@ Test(route_eligible, int32_limits)
     c.sp_cols = 1ll << 31;
     cr_expect(!tc_route_tc_ok(walk(&c, why, sizeof why), c.op));
     cr_expect_str_eq(why, "matrix beyond the int32 tensor-core plan");
-    /* the CUDA-core SDDMM's 32-bit counters stop 256 short of 2^31 */
+    /* the CUDA-core kernels' 32-bit counters stop 256 short of 2^31 (TC_CSR_MAX) */
+    c = spmm_call();
+    c.sp_nnz = (1ll << 31) - 257;
+    cr_expect_eq(walk(&c, why, sizeof why) & bit(TC_SEL_OP_SPMM, TC_SEL_CAND_CSR), 0u);
+    cr_expect(tc_route_tc_ok(walk(&c, why, sizeof why), c.op));
     c = sddmm_call();
     c.sp_nnz = (1ll << 31) - 258;
     cr_expect_eq(walk(&c, why, sizeof why), all_rows(TC_SEL_OP_SDDMM));
