@@ -64,25 +64,15 @@ static int tc_eligible_tc(const tc_route_call *c, char *why, size_t n)
     return 1;
 }
 
-/* The CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): CSR A read as the caller stores it (no
- * plan), both operands untransposed, B and C row-major and read 4 columns at a time
- * (dense_vec4), no strided batch, the tensor-core kernels' types, sizes and nonzeros below
- * 2^31, an sm_80 or newer device (the build's floor: BF16 atomics). */
-static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
+/* What both CUDA-core kernels ask, after their own checks: no strided batch, the tensor-core
+ * kernels' types of the operation (bf16_ok: BF16 too), sizes and nonzeros below TC_CSR_MAX
+ * (kernels.h), an sm_80 or newer device (the build's floor: BF16 atomics). */
+static int tc_eligible_csr_common(const tc_route_call *c, int bf16_ok, char *why, size_t n)
 {
-    if (c->op != TC_SEL_OP_SPMM || c->sp_format != TCSPARSE_FORMAT_CSR)
-        return snprintf(why, n, "the CUDA-core kernel takes CSR SpMM"), 0;
-    if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
-        return snprintf(why, n, "transposed operand"), 0;
-    if (c->b_order != TCSPARSE_ORDER_ROW || c->c_order != TCSPARSE_ORDER_ROW)
-        return snprintf(why, n, "column-major B or C"), 0;
     if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
         return snprintf(why, n, "strided batch"), 0;
-    if (!tc_types_ok(c, 1, why, n))
+    if (!tc_types_ok(c, bf16_ok, why, n))
         return 0;
-    if (!c->dense_vec4)
-        return snprintf(why, n, "N, ldb or ldc not a multiple of 4, or B or C not on a "
-                                "4-element boundary"), 0;
     if (c->sp_nnz >= TC_CSR_MAX || c->sp_rows >= TC_CSR_MAX || c->sp_cols >= TC_CSR_MAX ||
         c->n >= TC_CSR_MAX)
         return snprintf(why, n, "sizes or nonzeros beyond 2^31 - 256"), 0;
@@ -92,10 +82,27 @@ static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
     return 1;
 }
 
+/* The CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): CSR A read as the caller stores it (no
+ * plan), both operands untransposed, B and C row-major and read 4 columns at a time
+ * (dense_vec4), then tc_eligible_csr_common. */
+static int tc_eligible_csr(const tc_route_call *c, char *why, size_t n)
+{
+    if (c->op != TC_SEL_OP_SPMM || c->sp_format != TCSPARSE_FORMAT_CSR)
+        return snprintf(why, n, "the CUDA-core kernel takes CSR SpMM"), 0;
+    if (c->opA != TCSPARSE_OPERATION_NON_TRANSPOSE || c->opB != TCSPARSE_OPERATION_NON_TRANSPOSE)
+        return snprintf(why, n, "transposed operand"), 0;
+    if (c->b_order != TCSPARSE_ORDER_ROW || c->c_order != TCSPARSE_ORDER_ROW)
+        return snprintf(why, n, "column-major B or C"), 0;
+    if (!c->dense_vec4)
+        return snprintf(why, n, "N, ldb or ldc not a multiple of 4, or B or C not on a "
+                                "4-element boundary"), 0;
+    return tc_eligible_csr_common(c, 1, why, n);
+}
+
 /* The CUDA-core CSR SDDMM (kernels/sddmm/sddmm_csr.cu): CSR C written through its own arrays,
  * op(A) row-major and op(B) column-major as for the tensor-core kernel (a transposed operand
- * is the other layout over the same array), no strided batch, the tensor-core SDDMM's types,
- * sizes and nonzeros below 2^31, an sm_80 or newer device (the build's floor). */
+ * is the other layout over the same array), then tc_eligible_csr_common (the tensor-core
+ * SDDMM's types: no BF16). */
 static int tc_eligible_sddmm_csr(const tc_route_call *c, char *why, size_t n)
 {
     if (c->op != TC_SEL_OP_SDDMM || c->sp_format != TCSPARSE_FORMAT_CSR)
@@ -107,17 +114,7 @@ static int tc_eligible_sddmm_csr(const tc_route_call *c, char *why, size_t n)
         tc_order_after(c->opB, c->b_order) != TCSPARSE_ORDER_COL)
         return snprintf(why, n, "layout: the kernel takes op(A) row-major and op(B) "
                                 "column-major"), 0;
-    if (c->a_batch > 1 || c->b_batch > 1 || c->c_batch > 1)
-        return snprintf(why, n, "strided batch"), 0;
-    if (!tc_types_ok(c, 0, why, n))
-        return 0;
-    if (c->sp_nnz >= TC_CSR_MAX || c->sp_rows >= TC_CSR_MAX || c->sp_cols >= TC_CSR_MAX ||
-        c->n >= TC_CSR_MAX)
-        return snprintf(why, n, "sizes or nonzeros beyond 2^31 - 256"), 0;
-    if (c->cc_major < 8)
-        return snprintf(why, n, "device is sm_%d%d; the CUDA-core kernel needs sm_80 or newer",
-                        c->cc_major, c->cc_minor), 0;
-    return 1;
+    return tc_eligible_csr_common(c, 0, why, n);
 }
 
 /* CSR_ALG3 in place of the ALG_DEFAULT asked for: FP32 CSR, both operands non-transposed,
