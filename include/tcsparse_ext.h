@@ -118,8 +118,9 @@ tcsparseStatus_t tcsparseSetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t
 tcsparseStatus_t tcsparseGetMathMode(tcsparseHandle_t handle, tcsparseMathMode_t *mode);
 /** Sets the route for this handle.  The environment variable TCSPARSE_ROUTE
  *  (auto|tc|tc-base|tc-balanced|cuda-core|cusparse) overrides it when set.  With the
- *  automatic route, the first executions of a kind of SpMM call on a matrix (N, types, math
- *  mode) run each path the model predicts close to its fastest three times, timed with CUDA
+ *  automatic route, the first executions of a kind of SpMM or SDDMM call on a matrix (N or K,
+ *  types, math mode) run each path the model predicts close to its fastest, and the CUDA-core
+ *  kernel wherever it takes the call, three times, timed with CUDA
  *  events (no synchronisation), and later calls of that kind take the fastest; the last
  *  route's reason reads "exploring: ..." meanwhile and "measured on K calls: ..." after.
  *  Every one of those executions computes the full, correct result.  TCSPARSE_SELECT=model

@@ -35,8 +35,9 @@ enum {
      * then says 1, and the caller runs cuSPARSE itself.  Nothing is measured against cuSPARSE
      * on such a handle (the caller's cuSPARSE calls cannot be timed): the automatic route
      * measures the library's own SpMM paths only, the CUDA-core kernel first where the model
-     * prefers cuSPARSE, and keeps cuSPARSE's default algorithm (no CSR_ALG3 workspace of its
-     * own). */
+     * prefers cuSPARSE (none with TCSPARSE_X_PRELOAD_MEASURE=0 or TCSPARSE_SELECT=model: the
+     * model's decision, unmeasured), and keeps cuSPARSE's default algorithm (no CSR_ALG3
+     * workspace of its own). */
     TC_HOOK_DEFER_CUSPARSE = 1u,
     /* The route writes no TCSPARSE_LOG line: the caller prints its own. */
     TC_HOOK_QUIET = 2u,

@@ -8,7 +8,8 @@
  * few of the real cuSPARSE's, interleaved, with CUDA events on the caller's stream.  Nothing
  * waits for them: each call reads the samples that have completed (cudaEventQuery).
  *
- * tcsparse's route measures its own paths on the same calls, and tc_hook_learning says after
+ * tcsparse's route measures its own SpMM paths on the same calls (an SDDMM only its kernel
+ * tuning and late ordering), and tc_hook_learning says after
  * each call how far it has come: trying its candidate paths (phase 2: the call may have run
  * any), tuning the kernel of the path it chose or timing late ordering's plans (1: the
  * call ran the route's pick), or settled (0).  So the kind goes to cuSPARSE as soon as

@@ -30,7 +30,7 @@
  * destroyed descriptor's shadow, when it has a plan, is kept (TCSPARSE_X_PRELOAD_KEEP of them,
  * default 8, least recently used dropped) with a fingerprint of its structure arrays taken
  * when the plan was built.  A new descriptor over the same arrays (same pointers, sizes,
- * types) takes it over.  Before the tensor cores run on it, the arrays' fingerprint now is
+ * types) takes it over.  Before tcsparse's own paths run on it, the arrays' fingerprint now is
  * compared: for a CSR SpMM on the device, by the execution itself (tc_shim_guard: a check
  * kernel on the caller's stream whose verdict picks the tensor-core kernel or a CUDA-core
  * SpMM of the caller's arrays; no synchronisation, docs/preload.md), otherwise on the host

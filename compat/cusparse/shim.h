@@ -156,7 +156,7 @@ typedef struct tc_shim_spmat {
     tcsparseSpMatDescr_t shadow;
     int have_fp;
     uint64_t fp;
-    int unverified; /* adopted from a kept plan; checked before a tensor-core launch */
+    int unverified; /* adopted from a kept plan; checked before tcsparse's own paths run on it */
     int guardable;  /* the shadow's device-side guard is set up (CSR, fingerprint known) */
     int guarded;    /* the guard is armed for this adoption (SpMM checked on the device) */
     tc_choice *choices; /* the kinds of call measured on this structure (choose.c) */
@@ -199,8 +199,9 @@ int tc_shim_spmat_forget(const void *d, int orphan);
 int tc_shim_has_plan(const tc_shim_spmat *e);
 /* The plan a call would use: the shadow's own (transposed = 0) or its transpose's. */
 int tc_shim_has_plan_for(const tc_shim_spmat *e, int transposed);
-/* An adopted plan is about to drive the tensor cores: 1 to go ahead; 0 when it was stale or
- * cannot be checked now (e->unverified then tells which). */
+/* An adopted plan is about to drive tcsparse's own paths (tensor cores, or a CUDA-core kernel
+ * on the plan's row schedule): 1 to go ahead; 0 when it was stale or cannot be checked now
+ * (e->unverified then tells which). */
 int tc_shim_verify(tc_shim_spmat *e, cudaStream_t stream);
 /* An adopted plan is about to run an SpMM: arms the shadow's device-side guard, which checks
  * the arrays on the caller's stream before the tensor cores use the plan (no wait).  0 where

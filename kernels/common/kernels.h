@@ -247,7 +247,8 @@ static inline int tc_spmm_csr_fits(const void *B, int64_t ldb, const void *C, in
     return N % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0 && (uintptr_t)B % b_vec == 0 &&
            (uintptr_t)C % c_vec == 0;
 }
-/* The CUDA-core CSR SpMM's schedule of a CSR structure (kernels/spmm/spmm_csr_sched.cu):
+/* The CUDA-core kernels' schedule of a CSR structure (kernels/spmm/spmm_csr_sched.cu; the
+ * SDDMM's units are independent, the split rows' beta pass is the SpMM's):
  * units of at most TC_CSR_PIECE nonzeros, each a row or a piece of one, longest first.  The
  * first nsplit_units units are the pieces of the nsplit_rows rows longer than TC_CSR_PIECE
  * (split_rows), which the kernel scales by beta first and then adds into atomically; the
@@ -280,7 +281,7 @@ tcsparseStatus_t tc_csr_sched_build(const tc_csr_arrays *csr, int64_t M, cudaStr
 void tc_csr_sched_free(tc_csr_sched *out);
 
 /* Whether the CUDA-core CSR SpMM takes the call: SUCCESS, or NOT_SUPPORTED with the reason
- * (A transposed, tc_spmm_csr_fits false, a size reaching 2^31).  Nothing launched. */
+ * (A transposed, tc_spmm_csr_fits false, a size reaching TC_CSR_MAX).  Nothing launched. */
 tcsparseStatus_t tc_spmm_csr_takes(const tc_spmm_args *a, const tc_csr_arrays *csr, char *err,
                                    size_t errlen);
 /* Launches the CUDA-core CSR SpMM (kernels/spmm/spmm_csr.cu): C = alpha * A * B + beta * C

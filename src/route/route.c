@@ -427,7 +427,8 @@ tcsparseStatus_t tc_route_decide(tcsparseHandle_t h, tc_route_call *c,
          * interposer does not always recognise: the measurement then starts afresh on each
          * call and never ends, 0.74x on a GAT epoch on ogbl-ddi), nor with
          * TCSPARSE_X_PRELOAD_MEASURE=0; nor with TCSPARSE_SELECT=model, which asks for the
-         * model's decisions.  There the model's decision runs unmeasured.  Inside a capture
+         * model's decisions.  There the library measures none of its paths (the interposer
+         * still times the decision against cuSPARSE).  Inside a capture
          * it stands in as outside (nothing is measured there), so that a kind's decision does
          * not depend on whether its call was captured. */
         if (sddmm || !tc_config_get()->preload.measure || tc_select_model_only())
