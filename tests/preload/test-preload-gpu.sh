@@ -3,7 +3,9 @@
 # client passes alone, under the interposer with the automatic route, with the route forced to
 # the tensor cores (where the log must show them taken for the row-major SpMM, its transpose,
 # the captured SpMM and the SDDMM, and cuSPARSE for column-major B/C, and late ordering's trial in the
-# training loop deciding), and as a pass-through.
+# training loop deciding), forced to the CUDA-core kernels (the row-major SpMM and the SDDMM on
+# them), and as a pass-through.  With the automatic route an SDDMM keeps the model's decision
+# (no CUDA-core stand-in: docs/preload.md, "Measured choice").
 set -u
 so=${TC_PRELOAD_SO:?} b=${TC_BUILDDIR:?}
 client=$b/tests/preload/sample_client
@@ -19,7 +21,7 @@ cat alone.out
 test $rc -eq 77 && exit 77
 test $rc -eq 0 || err "sample_client fails without the interposer"
 
-for mode in auto tc cusparse; do
+for mode in auto tc cuda-core cusparse; do
   LD_PRELOAD=$so TCSPARSE_LOG=1 TCSPARSE_ROUTE=$mode "$client" > $mode.out 2> $mode.err ||
     { err "sample_client fails under the interposer, route $mode"; }
   echo "== route $mode"; cat $mode.out $mode.err
@@ -31,6 +33,10 @@ test "$n" -ge 5 || err "forced route: $n tensor-core SpMM calls, expected 5"
 grep -q 'cusparseSDDMM -> tc_sddmm' tc.err || err "forced route: SDDMM not on tensor cores"
 grep -q 'cusparseSpMM(opA T, opB N) -> tc_spmm' tc.err ||
   err "forced route: the transposed SpMM not on tensor cores"
+grep -q 'cusparseSpMM -> tc_spmm_csr' cuda-core.err || err "forced CUDA cores: no SpMM on them"
+grep -q 'cusparseSDDMM -> tc_sddmm_csr' cuda-core.err || err "forced CUDA cores: no SDDMM on them"
+grep -q 'cusparseSDDMM.*timed against the real cuSPARSE' auto.err &&
+  err "automatic route: the CUDA-core SDDMM stood in for the model's cuSPARSE"
 grep -q 'cusparseSpMM -> cusparse (pass-through)' cusparse.err || err "no pass-through"
 grep -q 'kept plan adopted by a new descriptor (checked on the device)' tc.err ||
   err "the plan of a destroyed descriptor was not reused"
