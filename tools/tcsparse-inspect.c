@@ -347,12 +347,13 @@ static void print_routes(int csv)
                path_name(r->path), tc_route_form_name(r->form), kernel, r->when);
     }
     if (!csv)
-        printf("\nA forced route (TCSPARSE_ROUTE=tc-base, tc-balanced or cusparse, or the handle's)\n"
-               "takes the row of its path; tc takes the tensor-core row the model prefers.  The\n"
-               "automatic route lets the model choose among the eligible rows and the first\n"
-               "executions of a kind of call measure its candidates.  A call the tensor-core rows\n"
-               "refuse takes the cuSPARSE rows; TCSPARSE_X_CUSPARSE_ALG3=0 never takes CSR_ALG3, =1\n"
-               "takes it wherever it is eligible.\n");
+        printf("\nA forced route (TCSPARSE_ROUTE=tc-base, tc-balanced, cuda-core or cusparse, or the\n"
+               "handle's) takes the row of its path, cuSPARSE where that row refuses the call; tc\n"
+               "takes the tensor-core row the model prefers.  The automatic route lets the model\n"
+               "choose among the eligible rows and the first executions of a kind of call measure\n"
+               "its candidates, the CUDA-core row among them wherever it is eligible.  A call the\n"
+               "tensor-core rows refuse takes the cuSPARSE rows; TCSPARSE_X_CUSPARSE_ALG3=0 never\n"
+               "takes CSR_ALG3, =1 takes it wherever it is eligible.\n");
     fflush(stdout);
 }
 
