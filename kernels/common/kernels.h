@@ -373,8 +373,8 @@ tcsparseStatus_t tc_sddmm_launch(const tc_sddmm_args *a, cudaStream_t stream, ch
                                  size_t errlen);
 /* Whether the CUDA-core CSR SDDMM takes the call: SUCCESS, or NOT_SUPPORTED with the reason
  * (C's arrays transposed, A and B neither FP32 nor FP16, C neither FP32 nor A's type, a size
- * or the nonzeros reaching 2^31 - 256).  Any layout strides and alignment: where K, lda, ldb and the
- * pointers allow, it reads 4 elements at a time.  Nothing launched. */
+ * or the nonzeros reaching 2^31 - 256).  Any layout strides and alignment: where K, lda, ldb
+ * and the pointers allow, it reads 4 elements at a time.  Nothing launched. */
 tcsparseStatus_t tc_sddmm_csr_takes(const tc_sddmm_args *a, const tc_csr_arrays *csr, char *err,
                                     size_t errlen);
 /* Launches the CUDA-core CSR SDDMM (kernels/sddmm/sddmm_csr.cu): each nonzero of C's CSR

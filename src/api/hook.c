@@ -136,7 +136,8 @@ static tcsparseStatus_t tc_guard_alloc(struct tcsparseSpMatDescr *d, const char 
     if (cudaGetDevice(&g->device) != cudaSuccess ||
         cudaMalloc((void **)&g->dev, sizeof(tc_guard_dev)) != cudaSuccess ||
         cudaMemset(g->dev, 0, sizeof(tc_guard_dev)) != cudaSuccess ||
-        cudaHostAlloc(&h, 3 * sizeof(unsigned long long), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
+        cudaHostAlloc(&h, 3 * sizeof(unsigned long long),
+                      cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
         cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming) != cudaSuccess) {
         (void)cudaGetLastError();
         if (g->dev != NULL)

@@ -214,8 +214,8 @@ static tcsparseStatus_t tc_spmm_tc(tcsparseHandle_t h, const void *alpha,
 
 /* The CUDA-core CSR kernel on the caller's arrays in the order of the plan's schedule (built
  * on its first call; a guard armed on A checks A's row offsets first, both arrays where the
- * offsets' fingerprint is not known).  NOT_SUPPORTED, nothing launched, where it does not take the call (a transposed
- * A, dense operands off its 4-element boundaries, no plan or schedule). */
+ * offsets' fingerprint is not known).  NOT_SUPPORTED, nothing launched, where it does not take
+ * the call (a transposed A, dense operands off its 4-element boundaries, no plan or schedule). */
 static tcsparseStatus_t tc_spmm_csr(tcsparseHandle_t h, tcsparseOperation_t opA,
                                     const void *alpha, tcsparseConstSpMatDescr_t A,
                                     tcsparseConstDnMatDescr_t B, const void *beta,

@@ -123,10 +123,11 @@ int tc_select_decide(const tcsparseMetcfStats_t *s, const tc_sel_config *c, tc_s
 
 /* ---- measured on the calls themselves ------------------------------------------------------
  * With the automatic route (and TCSPARSE_SELECT not "model"), the first executions of a kind of
- * SpMM or SDDMM call (N or K, types, math mode) on a plan run each candidate path TC_SEL_EXPLORE_SAMPLES
- * times between CUDA events, the model's choice first; the plan then keeps the fastest
- * (route.c).  Candidates are the paths the model predicts within TC_SEL_EXPLORE_FACTOR of its
- * fastest: the model's relative error reaches 1.7x on the H100 data (docs/selector.md). */
+ * SpMM or SDDMM call (N or K, types, math mode) on a plan run each candidate path
+ * TC_SEL_EXPLORE_SAMPLES times between CUDA events, the model's choice first; the plan then
+ * keeps the fastest (route.c).  Candidates are the paths the model predicts within
+ * TC_SEL_EXPLORE_FACTOR of its fastest: the model's relative error reaches 1.7x on the H100
+ * data (docs/selector.md). */
 enum { TC_SEL_CAND_BASE = 0, TC_SEL_CAND_BALANCED = 1, TC_SEL_CAND_CUSPARSE = 2,
        TC_SEL_CAND_ALG3 = 3, TC_SEL_CAND_CSR = 4, TC_SEL_NCAND = 5 };
 #define TC_SEL_EXPLORE_FACTOR 2.5
