@@ -179,7 +179,8 @@ struct tcsparseSpMatDescr {
         int sample;              /* this call's event pair in x, or -1 */
         int sampling;            /* the ordered plan has settled: calls are being timed */
         int issued, idle, calls;
-        int plan_calls;          /* tensor-core calls the current plan ran while waiting */
+        int plan_calls;          /* calls that take part (tc_late_path_in) the current
+                                  * plan ran while waiting */
         int untimed;             /* bit p: a sample on plan p ran cuSPARSE outside the library
                                   * (the interposer's deferred calls): p cannot be timed */
         /* the samples, on route.c's sampler: candidate 0 the caller's order's plan, 1 the
@@ -189,6 +190,8 @@ struct tcsparseSpMatDescr {
         int dev;
         double build_ms;
         int64_t caller_blocks;   /* blocks of the caller's order's plan */
+        double reach;            /* the most blocks a round's plan may keep, as a share of
+                                  * caller_blocks, to be timed (tc_late_path_in) */
         /* rounds: 0 tries first-col against the caller's order, 1 bfs against the plan round
          * 0 kept (late.c); the round's ordering, round 0's outcome, and the ordering of the
          * plan kept (what a rebuild builds) */

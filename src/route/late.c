@@ -28,6 +28,31 @@ static double tc_late_min_gain(void)
     return g >= 0.0 ? g : TC_LATE_MIN_GAIN;
 }
 
+/* late.h */
+int tc_late_path_in(const struct tc_plan *ran, const tc_call_kind *k, const tc_decision *dec,
+                    double *reach)
+{
+    double share = -1.0; /* the CUDA cores' time as a share of the tensor cores' */
+    int in = tc_path_on_plan(dec->path);
+    if (!in && dec->path == TCSPARSE_PATH_CUDA_CORE && ran != NULL) {
+        const struct tc_measured *m = tc_measured_lookup(ran, k);
+        const float cc = m != NULL && m->path == TCSPARSE_PATH_CUDA_CORE
+                             ? m->ms[TC_SEL_CAND_CSR] : -1.0f;
+        float tc = -1.0f;
+        for (int c = TC_SEL_CAND_BASE; c <= TC_SEL_CAND_BALANCED && cc > 0.0f; c++)
+            if (m->ms[c] > 0.0f && (tc < 0.0f || m->ms[c] < tc))
+                tc = m->ms[c];
+        in = tc > 0.0f && tc <= TC_LATE_CC_REACH * cc;
+        share = in ? (double)cc / tc : -1.0;
+    }
+    if (reach != NULL) {
+        *reach = 1.0 - tc_late_min_gain();
+        if (share > 0.0 && share < *reach)
+            *reach = share;
+    }
+    return in;
+}
+
 static int tc_late_logging(tcsparseHandle_t h)
 {
     return !tc_hook_on(h, TC_HOOK_QUIET) && tc_config_get()->log;
@@ -361,10 +386,11 @@ static void tc_late_start(tcsparseHandle_t h, struct tcsparseSpMatDescr *d,
     const int64_t before = l->caller_blocks, after = p->dev.blocks;
     if (before > 0)
         p->stats.reorder_nnz_per_block_before = (double)cur->dev.nnz / (double)before;
-    if ((double)after > (double)before * (1.0 - tc_late_min_gain())) {
+    if ((double)after > (double)before * l->reach) {
         tc_plan_discard(p);
-        snprintf(tail, sizeof tail, "; ordering: %s not kept (%lld blocks, caller's order %lld)",
-                 name, (long long)after, (long long)before);
+        snprintf(tail, sizeof tail,
+                 "; ordering: %s not kept (%lld blocks, caller's order %lld, at most %.0f%% timed)",
+                 name, (long long)after, (long long)before, 100.0 * l->reach);
         if (l->round == 0) {
             l->kind = *k; /* the kind round 1 is judged for */
             tc_late_round_done(h, d, TCSPARSE_LATE_NO_GAIN);
@@ -414,7 +440,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
     struct tc_late *l = &d->late;
     const int settled = st == TCSPARSE_STATUS_SUCCESS && !dec->measuring;
     if (l->state == TCSPARSE_LATE_WAITING) {
-        if (ran == NULL || ran != d->plan || !tc_path_on_plan(dec->path) ||
+        if (ran == NULL || ran != d->plan || !tc_late_path_in(ran, k, dec, &l->reach) ||
             tc_hook_on(h, TC_HOOK_DECIDE_ONLY) ||
             noted) /* noted: round 0 ended in this call; the next starts 1 */
             return;
@@ -467,7 +493,7 @@ static void tc_late_end_relaxed(tcsparseHandle_t h, struct tcsparseSpMatDescr *d
 }
 
 int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
-                     const tc_decision *dec)
+                     const tc_call_kind *k, const tc_decision *dec)
 {
     if (dec->exploring)
         return 2;
@@ -478,7 +504,7 @@ int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *r
     const struct tc_late *l = &d->late;
     return l->state == TCSPARSE_LATE_TRIAL ||
            (l->state == TCSPARSE_LATE_WAITING && ran != NULL && ran == d->plan &&
-            tc_path_on_plan(dec->path));
+            tc_late_path_in(ran, k, dec, NULL));
 }
 
 void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
@@ -515,8 +541,8 @@ void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct 
         l->note[0] = '\0';
     }
     if (l->state != TCSPARSE_LATE_TRIAL &&
-        (l->state != TCSPARSE_LATE_WAITING || ran == NULL || !tc_path_on_plan(dec->path) ||
-         tc_hook_on(h, TC_HOOK_DECIDE_ONLY)))
+        (l->state != TCSPARSE_LATE_WAITING || ran == NULL ||
+         !tc_late_path_in(ran, k, dec, NULL) || tc_hook_on(h, TC_HOOK_DECIDE_ONLY)))
         return; /* the settled path: no CUDA call */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;

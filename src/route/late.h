@@ -2,7 +2,8 @@
  *
  * A descriptor's plan is built in the caller's order, so the first call pays no ordering.
  * When a kind of call (tc_call_kind) has settled on that plan (its route and kernel tuning
- * measure nothing more) and ran on tensor cores, that call also builds the first-col plan on
+ * measure nothing more) and ran on tensor cores (or on the CUDA cores, with a tensor-core
+ * path measured within TC_LATE_CC_REACH of them), that call also builds the first-col plan on
  * the GPU.  If it saves TC_LATE_MIN_GAIN of the blocks, it becomes the current plan
  * and the caller's order's plan is kept aside (late.other): the next calls of that kind
  * settle on the ordered plan (its own route measurement and tuning), then run on the two
@@ -41,6 +42,12 @@
 /* round 1's bfs is computed on the host inside the call that starts it: at most this many
  * nonzeros (about 0.1 s on the H100 machine's host) */
 #define TC_LATE_BFS_MAX_NNZ (1ll << 22)
+/* A kind of call settled on the CUDA cores takes part too where the route measured a
+ * tensor-core path within this factor of them on the same plan: an ordering that packs the
+ * blocks denser can turn that contest (ogbl-ddi under PyTorch at N = 128: the balanced
+ * kernel 0.140 ms against the CUDA cores' 0.130 in the caller's order, 0.09 on first-col).
+ * The round's plan must then also save the share of blocks by which the tensor cores lost. */
+#define TC_LATE_CC_REACH 1.25
 
 /* Around one execution (SpMM or SDDMM) on sparse descriptor d, with the descriptor's lock
  * held: begin before the decision (it may set d->late.pick_other, so that tc_plan_get gives
@@ -52,15 +59,24 @@ void tc_late_begin(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const tc_ca
 void tc_late_end(tcsparseHandle_t h, struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
                  const tc_call_kind *k, const tc_decision *dec, tcsparseStatus_t st);
 
+/* Whether a call of kind k that ran dec on plan ran takes part in late ordering, and the most
+ * blocks a round's plan may keep (a share of the caller's order's) to be timed for it (*reach,
+ * where not NULL): a call on the tensor cores, with 1 - the minimum gain; or a call on the
+ * CUDA cores where the route measured a tensor-core path on ran within TC_LATE_CC_REACH of
+ * them for k, with the CUDA cores' time as a share of that path's (the blocks an ordering must
+ * save for it to catch up) where lower. */
+int tc_late_path_in(const struct tc_plan *ran, const tc_call_kind *k, const tc_decision *dec,
+                    double *reach);
+
 /* After tc_late_end, for a call that ran decision dec on plan ran (NULL: none) of d (NULL: a
  * call without late ordering): 2 while the route is still trying its candidate paths on that
  * kind of call (dec->exploring); 1 while it tunes the kernel of its pick (dec->measuring), or
  * late ordering still times d's plans (a trial under way) or will start a trial with the
- * next call like this one (waiting, and this call ran on d's plan on the tensor cores); 0
- * once settled.  The hook's learning flag (tc_hook_learning): a call's time is what the kind
- * settles on only at 0. */
+ * next call like this one (waiting, and this call, of kind k, ran on d's plan on a path that
+ * takes part); 0 once settled.  The hook's learning flag (tc_hook_learning): a call's time is
+ * what the kind settles on only at 0. */
 int tc_call_learning(const struct tcsparseSpMatDescr *d, const struct tc_plan *ran,
-                     const tc_decision *dec);
+                     const tc_call_kind *k, const tc_decision *dec);
 
 /* The descriptor's plans were dropped or its setting changed: late ordering starts over
  * (events destroyed). */

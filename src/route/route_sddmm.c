@@ -239,6 +239,6 @@ tcsparseStatus_t tc_route_sddmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     tc_sddmm_exec_ctx ctx = {h, plan, opA, opB, alpha, beta, A, B, C, ct, alg, buffer};
     st = tc_route_run(h, plan, &k, &d, 0, tc_sddmm_exec_cb, &ctx);
     tc_late_end(h, C, plan, &k, &d, st);
-    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS ? tc_call_learning(C, plan, &d) : 0;
+    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS ? tc_call_learning(C, plan, &k, &d) : 0;
     return st;
 }

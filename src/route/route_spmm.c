@@ -519,7 +519,7 @@ tcsparseStatus_t tc_route_spmm(tcsparseHandle_t h, tcsparseOperation_t opA,
     st = tc_route_run(h, plan, &k, &d, ctx.alg3_ok, tc_spmm_exec_cb, &ctx);
     if (P != NULL)
         tc_late_end(h, P, plan, &k, &d, st);
-    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS ? tc_call_learning(P, plan, &d) : 0;
+    h->hook.learning = st == TCSPARSE_STATUS_SUCCESS ? tc_call_learning(P, plan, &k, &d) : 0;
     tc_spmm_view_done(A, P);
     return st;
 }

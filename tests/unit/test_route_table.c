@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
+#include "late.h"
+#include "plan.h"
 #include "route.h"
+#include "select.h"
 #include "table.h"
 
 static const int ops[2] = {TC_SEL_OP_SPMM, TC_SEL_OP_SDDMM};
@@ -503,4 +506,59 @@ Test(route_call, sddmm_from_descriptors)
     tcsparseDestroyDnMat(B);
     tcsparseDestroyDnMat(A);
     tcsparseDestroy(h);
+}
+
+/* Late ordering takes a call on the tensor cores, and one on the CUDA cores only where a
+ * tensor-core path was measured within TC_LATE_CC_REACH of them on the same plan for that
+ * kind of call; the ordered plan must then save the blocks by which that path lost. */
+Test(route_late, cuda_core_calls_take_part_where_tensor_cores_came_close)
+{
+    static struct tc_plan p; /* zeroed: no measured decision */
+    const tc_call_kind k = {.op = TC_SEL_OP_SPMM, .n = 128, .ab_type = TC_T_F32,
+                            .c_type = TC_T_F32};
+    tc_call_kind other = k;
+    other.n = 64;
+    tc_decision tc = {.path = TCSPARSE_PATH_TC_BALANCED}, cc = {.path = TCSPARSE_PATH_CUDA_CORE},
+                cu = {.path = TCSPARSE_PATH_CUSPARSE};
+    const double floor = 1.0 - TC_LATE_MIN_GAIN; /* TCSPARSE_X_REORDER_MIN_GAIN unset */
+    double reach = -1.0;
+    cr_assert(tc_late_path_in(&p, &k, &tc, &reach));
+    cr_assert_float_eq(reach, floor, 1e-12);
+    cr_assert(tc_late_path_in(NULL, &k, &tc, NULL), "a tensor-core call needs no measurement");
+    cr_assert_not(tc_late_path_in(&p, &k, &cu, &reach));
+    cr_assert_not(tc_late_path_in(&p, &k, &cc, &reach), "no measurement of the kind");
+    cr_assert_float_eq(reach, floor, 1e-12);
+
+    struct tc_measured m = {.kind = k, .path = TCSPARSE_PATH_CUDA_CORE, .calls = 13};
+    for (int c = 0; c < TC_NCAND; c++)
+        m.ms[c] = -1.0f;
+    m.ms[TC_SEL_CAND_CSR] = 0.130f;
+    m.ms[TC_SEL_CAND_BASE] = 0.250f;
+    m.ms[TC_SEL_CAND_BALANCED] = 0.140f;
+    p.measured[0] = m;
+    p.nmeasured = 1;
+    cr_assert(tc_late_path_in(&p, &k, &cc, &reach));
+    cr_assert_float_eq(reach, 0.130 / 0.140, 1e-6, "the faster tensor-core path sets it");
+    cr_assert(tc_late_path_in(&p, &k, &cc, NULL));
+    cr_assert_not(tc_late_path_in(&p, &other, &cc, &reach), "another kind's measurement");
+    cr_assert_not(tc_late_path_in(NULL, &k, &cc, &reach));
+
+    /* beyond the reach; at its edge; a tensor-core path not measured */
+    p.measured[0].ms[TC_SEL_CAND_BALANCED] = (float)(TC_LATE_CC_REACH * 0.130) * 1.01f;
+    cr_assert_not(tc_late_path_in(&p, &k, &cc, &reach));
+    p.measured[0].ms[TC_SEL_CAND_BALANCED] = -1.0f;
+    p.measured[0].ms[TC_SEL_CAND_BASE] = (float)(TC_LATE_CC_REACH * 0.130) * 0.99f;
+    cr_assert(tc_late_path_in(&p, &k, &cc, &reach));
+    cr_assert_lt(reach, 0.82);
+    /* tensor cores measured faster than the CUDA cores (the pick is then theirs, but a
+     * decision that ran the CUDA cores anyway): the usual minimum gain */
+    p.measured[0].ms[TC_SEL_CAND_BASE] = 0.100f;
+    cr_assert(tc_late_path_in(&p, &k, &cc, &reach));
+    cr_assert_float_eq(reach, floor, 1e-12);
+    /* the kind's measured pick is not the CUDA cores, or they were not measured */
+    p.measured[0].path = TCSPARSE_PATH_TC_BASE;
+    cr_assert_not(tc_late_path_in(&p, &k, &cc, &reach));
+    p.measured[0].path = TCSPARSE_PATH_CUDA_CORE;
+    p.measured[0].ms[TC_SEL_CAND_CSR] = -1.0f;
+    cr_assert_not(tc_late_path_in(&p, &k, &cc, &reach));
 }
